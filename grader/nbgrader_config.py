@@ -1,0 +1,15 @@
+"""nbgrader configuration for the tapelab course, used by `tapelab release` and the grading pipeline."""
+c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
+
+c.CourseDirectory.course_id = "tapelab"
+# Each notebook is its own assignment named like the notebook (01_basic_tape, ...).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Per-cell timeout: nbgrader 0.9 reads both names.
+c.Execute.timeout = 120
+c.ExecutePreprocessor.timeout = 120
+# Deleted graded cells come back from the gradebook rather than costing the student silently.
+c.OverwriteCells.add_missing_cells = True

@@ -1,0 +1,132 @@
+"""The exercise base class: check, tiered hints and a revealable solution, learntools style.
+
+A notebook binds each exercise to a short name (`ex1_2`) and calls `ex1_2.check()` in a locked
+test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with other inputs.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any, Callable, Iterable
+
+from tapelab.codeinfo import CodeFacts
+from tapelab.feedback import Incorrect, Message, NotAttempted, install_ipython_handler
+from tapelab.mistakes import error_cause
+
+__all__ = ["Exercise", "Call"]
+
+install_ipython_handler()
+
+def _display(obj: Any) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        print(repr(obj))
+        return
+    display(obj)
+
+
+class Call:
+    """The outcome of calling a student's function: its value, and TensorFlow's log lines."""
+
+    def __init__(self, value: Any, logs: list[str]):
+        self.value, self.logs = value, logs
+
+
+class Exercise:
+    """One graded exercise. Subclasses set the class attributes and implement `check_case`."""
+
+    number: str = "0.0"
+    answer: str = "answer"  # the name the student defines in the answer cell
+    visible_cases: tuple = ()
+    hints: tuple[str, ...] = ()
+    solution_code: str = ""
+    why: str = ""
+    praise: str = "well done."
+
+    def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
+        """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation."""
+        __tracebackhide__ = True
+        fn = self._lookup() if answer is None else answer
+        if not callable(fn):
+            raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
+        facts = CodeFacts.of(fn)
+        for case in self.visible_cases if cases is None else cases:
+            self.check_case(fn, case, facts)
+        _display(Message("correct", f"Exercise {self.number}: {self.praise}"))
+
+    def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
+        raise NotImplementedError
+
+    def hint(self, tier: int = 1) -> None:
+        """Show hint `tier` (1 is the gentlest); the last tier is nearly the answer."""
+        if not self.hints:
+            raise ValueError(f"Exercise {self.number} has no hints.")
+        tier = min(max(int(tier), 1), len(self.hints))
+        more = f" (ask `hint({tier + 1})` for more)" if tier < len(self.hints) else ""
+        _display(Message("hint", f"{tier}/{len(self.hints)}: {self.hints[tier - 1]}{more}"))
+
+    def solution(self) -> None:
+        """Reveal one solution and the reason it works."""
+        _display(Message("solution", self.why, code=self.solution_code.strip()))
+
+    def call(self, fn: Callable, *args: Any, shown: str) -> Call:
+        """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""
+        __tracebackhide__ = True
+        with _CapturedLogs() as logs, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = fn(*args)
+            except NotImplementedError:
+                raise NotAttempted(
+                    f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
+                    "with your code, run that cell, then run this one again."
+                ) from None
+            except Exception as error:  # the student's bug, reported rather than re-raised
+                raise Incorrect(self._explain_error(error, shown)) from None
+        return Call(value, logs.lines + [str(w.message) for w in caught])
+
+    def _explain_error(self, error: Exception, shown: str) -> str:
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        text = f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
+        message = f"Calling `{self.answer}({shown})` raised `{text}`."
+        cause = error_cause(error)
+        return f"{message} {cause}" if cause else message
+
+    def _lookup(self) -> Any:
+        namespace = _user_namespace()
+        if self.answer not in namespace:
+            raise NotAttempted(
+                f"Exercise {self.number}: `{self.answer}` is not defined yet. "
+                "Write it in the answer cell above and run that cell first."
+            )
+        return namespace[self.answer]
+
+
+def _user_namespace() -> dict:
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None:
+        return shell.user_ns
+    import __main__
+    return vars(__main__)
+
+
+class _CapturedLogs(logging.Handler):
+    """Collect TensorFlow's Python log lines during a student call instead of writing stderr."""
+
+    def __enter__(self) -> "_CapturedLogs":
+        self.lines: list[str] = []
+        self._logger = logging.getLogger("tensorflow")
+        self._saved = (self._logger.handlers[:], self._logger.propagate)
+        self._logger.handlers, self._logger.propagate = [self], False
+        return self
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def __exit__(self, *exc) -> None:
+        self._logger.handlers, self._logger.propagate = self._saved

@@ -1,0 +1,1 @@
+"""One module per notebook; each binds its exercises to short names such as `ex1_2`."""

@@ -1,0 +1,55 @@
+"""The catalogue of common tape mistakes, and how to name one from what a student's code did."""
+from __future__ import annotations
+
+import numpy as np
+
+from tapelab.codeinfo import CodeFacts
+from tapelab.compare import to_numpy
+
+__all__ = ["error_cause", "none_cause", "factor_cause"]
+
+_ERROR_CAUSES = (
+    ("non-persistent GradientTape can only be used to compute one set",
+     "A non-persistent tape gives one set of gradients and is then released. Did you call "
+     "`tape.gradient` twice? Ask for every gradient in one call, e.g. `tape.gradient(loss, [w, b])`."),
+    ("Argument `target` should be",
+     "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
+    ("of type 'ndarray', not tf.Tensor",
+     "A NumPy array cannot be watched. Convert it first with `tf.constant(...)`."),
+)
+
+
+def error_cause(error: BaseException) -> str | None:
+    """The likely mistake behind an exception raised by a student's tape code, if known."""
+    for needle, cause in _ERROR_CAUSES:
+        if needle in str(error):
+            return cause
+    return None
+
+
+def none_cause(facts: CodeFacts, target: str, source: str, source_is_constant: bool) -> str:
+    """Why `tape.gradient(target, source)` most likely returned None, as a question."""
+    if facts.found and facts.tapes == 0:
+        return "Did you record the computation inside a `with tf.GradientTape() as tape:` block?"
+    if source_is_constant and facts.found and not facts.calls_to("watch") and not facts.calls_to("Variable"):
+        return (f"`{source}` is a constant, and the tape only watches trainable variables by itself. "
+                f"Did you call `tape.watch({source})` inside the `with` block?")
+    if facts.computed_outside_tape(target):
+        return f"Did you compute `{target}` inside the `with tf.GradientTape() as tape:` block?"
+    if source_is_constant and not facts.found:
+        return f"Did you call `tape.watch({source})`, and compute `{target}` inside the `with` block?"
+    return (f"The tape saw no path from `{source}` to `{target}`. Is `{target}` computed from "
+            f"`{source}` inside the `with` block, using TensorFlow operations only?")
+
+
+def factor_cause(expected, actual) -> str | None:
+    """If `actual` is a constant multiple of `expected`, say so: a dropped mean, 2 or sign."""
+    want, got = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    if want.shape != got.shape or not np.any(np.abs(want) > 1e-6):
+        return None
+    ratios = got[np.abs(want) > 1e-6] / want[np.abs(want) > 1e-6]
+    ratio = float(np.median(ratios))
+    if abs(ratio - 1) < 1e-3 or not np.allclose(got, ratio * want, rtol=1e-3, atol=1e-5):
+        return None
+    return (f"Your values are {ratio:.4g} times the right ones. "
+            "Did you add or drop a constant factor (a mean, a 2, a minus sign)?")

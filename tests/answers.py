@@ -1,0 +1,50 @@
+"""Student answers for tests: the reference from solutions/, and catalogued mistakes.
+
+An answer is the source of an answer cell. `define` executes it so that `inspect.getsource`
+works on the functions it defines, as it does for code typed into a notebook cell.
+"""
+from __future__ import annotations
+
+import importlib
+import linecache
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+_SOLUTION_REGION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.M)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A realistic wrong answer for one exercise, and words its feedback must contain."""
+
+    name: str
+    code: str
+    says: str
+
+
+def reference_answers(notebook: str) -> dict[str, str]:
+    """grade_id of each answer cell -> its solution source, markers removed."""
+    nb = nbformat.read(REPO / "solutions" / f"{notebook}.ipynb", as_version=4)
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: _SOLUTION_REGION.sub("", cell.source)
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+def mistakes(notebook: str) -> dict[str, list[Mistake]]:
+    """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py)."""
+    module = importlib.import_module(f"mistakes.{notebook.split('_', 1)[1]}")
+    return module.MISTAKES
+
+
+def define(code: str, label: str, namespace: dict) -> dict:
+    """Execute answer `code` in `namespace` with its source registered for `inspect`."""
+    filename = f"<answer {label}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    exec(compile(code, filename, "exec"), namespace)
+    return namespace

@@ -1,0 +1,91 @@
+"""Realistic wrong answers for 01_basic_tape, each with words its feedback must contain."""
+from answers import Mistake
+
+MISTAKES = {
+    "ex1_1_answer": [
+        Mistake("y computed outside the tape", '''
+def cubic_slope(x):
+    x = tf.Variable(x)
+    y = 3 * x**3 - 2 * x**2 + x
+    with tf.GradientTape() as tape:
+        pass
+    return tape.gradient(y, x)
+''', "inside the `with tf.GradientTape() as tape:` block"),
+        Mistake("a constant, not watched", '''
+def cubic_slope(x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x
+    return tape.gradient(y, x)
+''', "tape.watch(x)"),
+        Mistake("returns the value, not the gradient", '''
+def cubic_slope(x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x
+    tape.gradient(y, x)
+    return y
+''', "returned `y` itself"),
+    ],
+    "ex1_2_answer": [
+        Mistake("the tape used twice", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+        loss = tf.reduce_mean(y**2)
+    return [tape.gradient(loss, w), tape.gradient(loss, b)]
+''', "call `tape.gradient` twice"),
+        Mistake("gradient of the prediction, not the loss", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+        loss = tf.reduce_mean(y**2)
+    return tape.gradient(y, [w, b])
+''', "gradients of the prediction"),
+        Mistake("loss computed outside the tape", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+    loss = tf.reduce_mean(y**2)
+    return tape.gradient(loss, [w, b])
+''', "compute `loss` inside the `with"),
+        Mistake("sources swapped", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w + b) ** 2)
+    return tape.gradient(loss, [b, w])
+''', "swapped"),
+    ],
+    "ex1_3_answer": [
+        Mistake("a constant, not watched", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        y = tf.sigmoid(x)
+    return tape.gradient(y, x)
+''', "tape.watch(x)"),
+        Mistake("the mean as the target", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_mean(tf.sigmoid(x))
+    return tape.gradient(y, x)
+''', "tf.reduce_mean(y)"),
+        Mistake("returns the sigmoid", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(x)
+    return y
+''', "sigmoid itself"),
+    ],
+    "ex1_4_answer": [
+        Mistake("forward difference", '''
+def central_difference(f, x, h=1e-3):
+    return (f(x + h) - f(x)) / h
+''', "forward difference"),
+        Mistake("divides by h, not 2h", '''
+def central_difference(f, x, h=1e-3):
+    return (f(x + h) - f(x - h)) / h
+''', "2 times the right ones"),
+    ],
+}
