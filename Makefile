@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv release lock bench clean
+.PHONY: lab test venv release outputs lock clean
 
 venv: $(VENV)/.installed
 
@@ -23,11 +23,17 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 lab: venv
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ip=127.0.0.1 notebooks/01_basic_tape.ipynb
 
+# Unit, checker, release and grading tests, plus strict nbval on every solution notebook.
 test: venv
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests solutions
 
+# Student notebooks are generated from solutions/, never edited by hand.
 release: venv
 	$(BIN)/tapelab release
+
+# Re-execute the solution notebooks so their stored outputs (compared by nbval) are fresh.
+outputs: venv
+	$(BIN)/python tools/execute.py
 
 lock:
 	$(PYTHON) tools/lock.py

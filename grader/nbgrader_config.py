@@ -13,3 +13,12 @@ c.Execute.timeout = 120
 c.ExecutePreprocessor.timeout = 120
 # Deleted graded cells come back from the gradebook rather than costing the student silently.
 c.OverwriteCells.add_missing_cells = True
+
+# Safety net: TensorFlow's C++ start-up lines never cost a student marks. Only stderr chunks that
+# start with TensorFlow's own log prefix are dropped; the notebooks keep them away at the source.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = (
+    r"^(WARNING: All log messages before absl::InitializeLog\(\)"
+    r"|[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] (tensorflow|external)/)"
+)

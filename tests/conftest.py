@@ -1,8 +1,4 @@
-"""Shared test setup: quiet TensorFlow before any import; make tests/ importable as a root."""
-import os
-
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+"""Make tests/ importable as a root, so tests share helpers (answers, course, mistakes)."""
 import sys
 from pathlib import Path
 

@@ -51,9 +51,11 @@ class Exercise:
         if not callable(fn):
             raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
         facts = CodeFacts.of(fn)
-        for case in self.visible_cases if cases is None else cases:
+        chosen = list(self.visible_cases if cases is None else cases)
+        for case in chosen:
             self.check_case(fn, case, facts)
-        _display(Message("correct", f"Exercise {self.number}: {self.praise}"))
+        praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
+        _display(Message("correct", f"Exercise {self.number}: {praise}"))
 
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError

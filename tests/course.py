@@ -1,0 +1,125 @@
+"""Build and grade an nbgrader course in a temporary folder, as an instructor would.
+
+Submissions are the released student notebooks with their answer cells filled in, so every
+test grades exactly what a student could hand in.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from answers import Mistake, mistakes, reference_answers
+from tapelab.release import nbgrader_env, prepare_course
+
+NOISY_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_ENABLE_ONEDNN_OPTS": "1"}
+
+
+@dataclass
+class Submission:
+    """One student's notebook: answers by grade id, plus how its kernel should start."""
+
+    student: str
+    notebook: str
+    answers: dict[str, str]
+    mistakes: dict[str, Mistake] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    strip_log_settings: bool = False
+
+
+def round_trip_submissions(notebook: str) -> list[Submission]:
+    """Reference, blank, one student per mistake tier, and the reference with TensorFlow's noise on."""
+    reference = reference_answers(notebook)
+    catalogue = mistakes(notebook)
+    subs = [Submission("reference", notebook, reference), Submission("blank", notebook, {})]
+    for tier in range(max(len(ms) for ms in catalogue.values())):
+        chosen = {gid: ms[tier] for gid, ms in catalogue.items() if tier < len(ms)}
+        answers = {**reference, **{gid: m.code for gid, m in chosen.items()}}
+        subs.append(Submission(f"mistakes{tier + 1}", notebook, answers, chosen))
+    subs.append(Submission("noisy", notebook, reference, env=NOISY_ENV, strip_log_settings=True))
+    return subs
+
+
+def write_submission(course: Path, sub: Submission) -> Path:
+    """Write `sub` into submitted/<student>/<assignment>/ from the released student notebook."""
+    nb = nbformat.read(course / "release" / sub.notebook / f"{sub.notebook}.ipynb", as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in sub.answers:
+            cell.source = sub.answers[grade_id].strip() + "\n"
+        if sub.strip_log_settings and cell.get("id") == "setup":
+            cell.source = "\n".join(l for l in cell.source.splitlines() if "os.environ[" not in l)
+    target = course / "submitted" / sub.student / sub.notebook / f"{sub.notebook}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target
+
+
+_KERNEL_START_FAULTS = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+
+
+def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int = 2) -> None:
+    """Run the real `nbgrader autograde` once per submission, `jobs` at a time.
+
+    A kernel that fails to start (an infrastructure fault, not the student's) is retried once.
+    """
+
+    def grade(sub: Submission) -> None:
+        env = {**nbgrader_env(), **sub.env}
+        cmd = [sys.executable, "-m", "nbgrader", "autograde", sub.notebook, "--student", sub.student, "--force"]
+        for attempt in range(attempts):
+            result = subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True)
+            if result.returncode == 0:
+                return
+            if not any(fault in result.stderr for fault in _KERNEL_START_FAULTS):
+                break
+            time.sleep(2 * (attempt + 1))
+        raise RuntimeError(f"autograde of {sub.student}/{sub.notebook} failed:\n{result.stderr[-3000:]}")
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(grade, subs))
+
+
+def grade_cell_of(answer_id: str) -> str:
+    """The graded test cell that checks answer cell `answer_id` (`ex1_2_answer` -> `ex1_2_test`)."""
+    return answer_id.replace("_answer", "_test")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    score: float
+    max_score: float
+    message: str
+
+
+def results(course: Path, sub: Submission) -> dict[str, CellResult]:
+    """grade_id of each graded cell -> its score from the gradebook and its visible message."""
+    from nbgrader.api import Gradebook
+
+    autograded = course / "autograded" / sub.student / sub.notebook / f"{sub.notebook}.ipynb"
+    nb = nbformat.read(autograded, as_version=4)
+    messages = {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        texts = [o.get("evalue", "") if o.output_type == "error" else o.get("text", "")
+                 for o in cell.get("outputs", []) if o.output_type in ("error", "stream")]
+        messages[grade_id] = "\n".join(texts)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        graded = gb.find_submission_notebook(sub.notebook, sub.notebook, sub.student)
+        return {g.name: CellResult(g.score, g.max_score, messages.get(g.name, "")) for g in graded.grades}
+
+
+def build_course(root: Path, notebooks: list[str]) -> Path:
+    """A course in `root` with `notebooks` released, their round-trip submissions graded."""
+    prepare_course(root, notebooks)
+    subs = [s for nb in notebooks for s in round_trip_submissions(nb)]
+    for sub in subs:
+        write_submission(root, sub)
+    autograde(root, subs, jobs=int(os.environ.get("TAPELAB_TEST_JOBS", "2")))
+    return root

@@ -1,0 +1,58 @@
+"""The grading round trip through the real `nbgrader autograde`, for every notebook."""
+import pytest
+
+from course import results, round_trip_submissions, grade_cell_of
+from tapelab.paths import assignment_names
+
+
+
+def _by_student(notebook, student):
+    return next(s for s in round_trip_submissions(notebook) if s.student == student)
+
+
+@pytest.mark.parametrize("notebook", assignment_names())
+@pytest.mark.parametrize("student", ["reference", "noisy"])
+def test_reference_scores_full_marks(graded_course, notebook, student):
+    """Does the reference answer score every point, even when the kernel starts with TensorFlow's default logging?"""
+    graded = results(graded_course, _by_student(notebook, student))
+    assert graded, "no graded cells found in the gradebook"
+    lost = {g: r for g, r in graded.items() if r.score != r.max_score}
+    assert not lost, f"{student} lost marks: {lost}"
+
+
+@pytest.mark.parametrize("notebook", assignment_names())
+def test_blank_notebook_scores_zero_and_says_not_attempted(graded_course, notebook):
+    """Does an untouched student notebook score 0 on every graded cell, reported as not attempted?"""
+    graded = results(graded_course, _by_student(notebook, "blank"))
+    for grade_id, result in graded.items():
+        assert result.score == 0, f"{grade_id} gave {result.score} to a blank notebook"
+        assert "Not attempted" in result.message or "not attempted" in result.message.lower() or \
+            "replace `raise NotImplementedError()`" in result.message, (grade_id, result.message)
+
+
+MISTAKE_CASES = [
+    (nb, s.student, gid, m) for nb in assignment_names() for s in round_trip_submissions(nb)
+    for gid, m in s.mistakes.items()
+]
+
+
+@pytest.mark.parametrize(
+    "notebook,student,answer_id,mistake", MISTAKE_CASES,
+    ids=[f"{nb}-{gid}-{m.name}" for nb, _, gid, m in MISTAKE_CASES],
+)
+def test_each_mistake_scores_zero_and_is_named(graded_course, notebook, student, answer_id, mistake):
+    """Does each catalogued mistake score 0 on its exercise, with the visible message naming it?"""
+    result = results(graded_course, _by_student(notebook, student))[grade_cell_of(answer_id)]
+    assert result.score == 0, f"{mistake.name} scored {result.score}"
+    assert mistake.says in result.message, result.message
+
+
+@pytest.mark.parametrize("notebook", assignment_names())
+def test_mistakes_cost_only_their_own_exercise(graded_course, notebook):
+    """Do exercises answered correctly keep their points in a notebook with mistakes elsewhere?"""
+    for sub in round_trip_submissions(notebook):
+        if not sub.mistakes:
+            continue
+        for grade_id, result in results(graded_course, sub).items():
+            if grade_id not in {grade_cell_of(a) for a in sub.mistakes}:
+                assert result.score == result.max_score, (sub.student, grade_id, result)

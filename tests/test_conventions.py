@@ -1,0 +1,67 @@
+"""Do the instructor notebooks follow the course's conventions (DESIGN.md, notebook conventions)?"""
+import re
+
+import nbformat
+import pytest
+
+from tapelab.paths import SOLUTIONS, assignment_names
+
+NAMES = assignment_names()
+
+
+def _cells(name):
+    return nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4).cells
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opening_title_binder_link_and_setup(name):
+    """Does the notebook open with a title, a Binder link to itself and a setup cell that quiets TensorFlow first?"""
+    cells = _cells(name)
+    assert cells[0].cell_type == "markdown" and cells[0].source.startswith(f"# {name[:2]}")
+    assert f"urlpath=lab/tree/notebooks/{name}.ipynb" in cells[0].source
+    setup = next(c for c in cells if c.cell_type == "code")
+    assert setup.get("id") == "setup"
+    log_line = setup.source.index('os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"')
+    assert log_line < setup.source.index("import tensorflow")
+    assert 'os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"' in setup.source
+    assert "keras.utils.set_random_seed(0)" in setup.source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_markdown_before_every_code_cell(name):
+    """Is every code cell introduced by text (test cells follow their answer cell)?"""
+    cells = _cells(name)
+    for before, cell in zip(cells, cells[1:]):
+        if cell.cell_type == "code" and not _meta(cell).get("grade"):
+            assert before.cell_type == "markdown", f"code cell {cell.get('id')} has no text before it"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_exercises_are_complete(name):
+    """Has each exercise a heading, one answer cell, and a locked test cell with points, visible and hidden tests?"""
+    cells = _cells(name)
+    answers = [i for i, c in enumerate(cells) if _meta(c).get("solution")]
+    assert len(answers) >= 4, "at least four graded exercises"
+    for i in answers:
+        ex = cells[i].metadata.nbgrader.grade_id.removesuffix("_answer")
+        heading = cells[i - 1].source
+        number = ex.removeprefix("ex").replace("_", ".")
+        assert re.search(rf"^### Exercise {re.escape(number)}: ", heading, re.M), heading
+        assert f"{ex}.hint()" in heading and (f"{ex}.solution()" in heading or "solution" in heading)
+        test = cells[i + 1]
+        assert _meta(test).get("grade") and _meta(test).get("locked") and _meta(test).get("points", 0) > 0
+        visible, _, hidden = test.source.partition("### BEGIN HIDDEN TESTS")
+        assert f"{ex}.check()" in visible and f"{ex}.check(" in hidden
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_timings_or_progress_bars_in_outputs(name):
+    """Are stored outputs free of timings and progress bars, so that they stay stable?"""
+    for cell in _cells(name):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "")
+            assert not re.search(r"\d+(\.\d+)?\s?(ms|s)/step|ETA|\d+/\d+ \[=", text), text

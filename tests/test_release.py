@@ -1,0 +1,69 @@
+"""Student notebooks are generated, not edited: no drift from solutions/, and nothing leaks."""
+import re
+
+import nbformat
+import pytest
+
+from tapelab.paths import NOTEBOOKS, SOLUTIONS, assignment_names
+from tapelab.release import ReleaseError, release
+
+NAMES = assignment_names()
+_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
+
+
+@pytest.fixture(scope="module")
+def fresh_release(tmp_path_factory):
+    out = tmp_path_factory.mktemp("notebooks")
+    release(out=out)
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_release_reproduces_committed_notebooks(fresh_release, name):
+    """Does regenerating from solutions/ give exactly the committed notebooks/ (run `make release` if not)?"""
+    fresh = nbformat.read(fresh_release / f"{name}.ipynb", as_version=4)
+    committed = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    stale = [f.get("id") for f, c in zip(fresh.cells, committed.cells) if f != c]
+    assert fresh == committed, f"notebooks/{name}.ipynb is stale (cells {stale}): run `make release`, commit it"
+
+
+def test_every_solution_has_a_student_notebook_and_no_strays():
+    """Is there one student notebook per solution notebook, and nothing else in notebooks/?"""
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
+
+
+def _secret_lines(name):
+    """Lines of solution code and hidden tests that the notebook's teaching text does not also show."""
+    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
+    public = "\n".join(_REGION.sub("", cell.source) for cell in nb.cells)
+    lines = set()
+    for cell in nb.cells:
+        for _, body in _REGION.findall(cell.source):
+            lines |= {line.strip() for line in body.splitlines() if len(line.strip()) > 12}
+    return {line for line in lines if line not in public}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_solution_or_hidden_test_leaks_into_notebooks(name):
+    """Does any line of solution code or hidden test appear in any student notebook?"""
+    secrets = _secret_lines(name)
+    assert secrets, "found no solution regions: the leak check would be vacuous"
+    for student_nb in NOTEBOOKS.glob("*.ipynb"):
+        text = student_nb.read_text()
+        leaked = sorted(s for s in secrets if s in text)
+        assert not leaked, f"{student_nb.name} contains: {leaked}"
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebooks_have_no_outputs(name):
+    """Are the released notebooks free of stored outputs (answers could hide in them)?"""
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_release_of_an_unknown_notebook_names_the_choices(tmp_path):
+    """Does releasing a notebook that does not exist fail with the known names, writing nothing?"""
+    with pytest.raises(ReleaseError, match="Known notebooks: 01_basic_tape"):
+        release(["99_nothing"], out=tmp_path)
+    assert not list(tmp_path.iterdir())
