@@ -31,8 +31,11 @@ def fmt(value: Any, digits: int = 4) -> str:
 
 
 def allclose(expected: Any, actual: Any, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
-    """Whether two numeric values agree elementwise, shapes included."""
-    a, b = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    """Whether two numeric values agree elementwise, shapes included; False for non-numbers."""
+    try:
+        a, b = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    except (TypeError, ValueError):
+        return False
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 

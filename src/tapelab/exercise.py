@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from tapelab.codeinfo import CodeFacts
@@ -17,6 +18,7 @@ __all__ = ["Exercise", "Call"]
 
 install_ipython_handler()
 
+
 def _display(obj: Any) -> None:
     try:
         from IPython.display import display
@@ -26,11 +28,12 @@ def _display(obj: Any) -> None:
     display(obj)
 
 
+@dataclass(frozen=True)
 class Call:
     """The outcome of calling a student's function: its value, and TensorFlow's log lines."""
 
-    def __init__(self, value: Any, logs: list[str]):
-        self.value, self.logs = value, logs
+    value: Any
+    logs: list[str]
 
 
 class Exercise:

@@ -44,7 +44,10 @@ def none_cause(facts: CodeFacts, target: str, source: str, source_is_constant: b
 
 def factor_cause(expected, actual) -> str | None:
     """If `actual` is a constant multiple of `expected`, say so: a dropped mean, 2 or sign."""
-    want, got = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    try:
+        want, got = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    except (TypeError, ValueError):
+        return None
     if want.shape != got.shape or not np.any(np.abs(want) > 1e-6):
         return None
     ratios = got[np.abs(want) > 1e-6] / want[np.abs(want) > 1e-6]

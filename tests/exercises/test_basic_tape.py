@@ -33,3 +33,22 @@ def test_hints_are_tiered_and_solution_explains(capsys):
     out = capsys.readouterr().out
     assert "Hint: 1/3" in out and "Hint: 3/3" in out
     assert "Solution:" in out and "tape.gradient(loss, [w, b])" in out
+
+
+def test_an_object_equal_to_everything_is_not_accepted():
+    """Is a returned object whose `__eq__` is always true rejected as not a number, without a checker crash?"""
+    code = (
+        "class Anything:\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "\n"
+        "def cubic_slope(x):\n"
+        "    return Anything()\n"
+    )
+    namespace = define(code, "eq-exploit", {"tf": tf})
+    with pytest.raises(Incorrect, match="not a number|should be a number"):
+        basic_tape.ex1_1.check(namespace["cubic_slope"])
+    for exercise, answer in ((basic_tape.ex1_2, "loss_gradients"), (basic_tape.ex1_3, "sigmoid_slopes")):
+        namespace = define(code.replace("cubic_slope(x)", f"{answer}(*args)"), f"eq-{answer}", {"tf": tf})
+        with pytest.raises(Incorrect):
+            exercise.check(namespace[answer])
