@@ -16,6 +16,16 @@ _ERROR_CAUSES = (
      "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
     ("of type 'ndarray', not tf.Tensor",
      "A NumPy array cannot be watched. Convert it first with `tf.constant(...)`."),
+    # Keras 3 training steps
+    ("_unique_id",
+     "The optimizer got a tensor where it expected a variable. Did you swap the pairs? "
+     "Write `zip(grads, model.trainable_variables)`: the gradient first, then its variable."),
+    ("No gradients provided for any variable",
+     "Every gradient was `None`. Did you call the model and compute the loss inside the "
+     "`with tf.GradientTape() as tape:` block?"),
+    ("Unknown variable",
+     "An optimizer belongs to the variables it first updated. Did you use the optimizer you were given "
+     "on this model's `trainable_variables`?"),
 )
 
 

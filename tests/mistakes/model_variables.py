@@ -1,0 +1,113 @@
+"""Realistic wrong answers for 02_model_variables, each with words its feedback must contain."""
+from answers import Mistake
+
+MISTAKES = {
+    "ex2_1_answer": [
+        Mistake("loss computed outside the tape", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+    loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.trainable_variables)
+''', "compute `loss` inside the `with"),
+        Mistake("all variables, not the trainable ones", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.variables)
+''', "`model.trainable_variables`?"),
+        Mistake("loss arguments swapped", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(preds, y)
+    return tape.gradient(loss, model.trainable_variables)
+''', "`loss_fn(y, preds)`?"),
+        Mistake("model called in inference mode", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x)
+        loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.trainable_variables)
+''', "training=True"),
+    ],
+    "ex2_2_answer": [
+        Mistake("rebinds instead of assign_sub", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v = v - lr * g
+''', "rebinds the name"),
+        Mistake("wrong sign (assign_add)", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v.assign_add(lr * g)
+''', "uphill"),
+        Mistake("learning rate forgotten", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v.assign_sub(g)
+''', "multiply the gradient by `lr`"),
+    ],
+    "ex2_3_answer": [
+        Mistake("layer losses forgotten", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "sum(model.losses)"),
+        Mistake("model called outside the tape", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    preds = model(x, training=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "Every gradient was `None`"),
+        Mistake("zip pairs swapped", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(model.trainable_variables, grads))
+    return loss
+''', "swap the pairs"),
+        Mistake("gradients negated", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply([-g for g in grads], model.trainable_variables)
+    return loss
+''', "uphill"),
+    ],
+    "ex2_4_answer": [
+        Mistake("never reset", '''
+def epoch_mean_losses(epochs):
+    metric = keras.metrics.Mean()
+    means = []
+    for batch_losses in epochs:
+        for loss in batch_losses:
+            metric.update_state(loss)
+        means.append(float(metric.result()))
+    return means
+''', "reset_state()` at the start of each epoch"),
+        Mistake("reset inside the batch loop", '''
+def epoch_mean_losses(epochs):
+    metric = keras.metrics.Mean()
+    means = []
+    for batch_losses in epochs:
+        for loss in batch_losses:
+            metric.reset_state()
+            metric.update_state(loss)
+        means.append(float(metric.result()))
+    return means
+''', "inside the batch loop"),
+    ],
+}
