@@ -1,0 +1,261 @@
+"""Exercises of notebook 05_debugging_none: name the cause of a None gradient, then fix broken steps."""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from tapelab.compare import allclose, fmt, mismatch
+from tapelab.diagnose import CAUSES, blocking_call
+from tapelab.exercise import Exercise
+from tapelab.feedback import Incorrect
+from tapelab.mistakes import factor_cause, none_cause
+
+__all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4"]
+
+# snippet -> (right cause, what the snippet shows, {wrong id: the symptom that points elsewhere})
+_SNIPPETS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "A": ("not_watched", "`x` is a `tf.constant`, and the gradient asked for is with respect to `x`.", {
+        "not_trainable": "Nothing here has `trainable=False`: `x` is not a variable at all, it is a constant.",
+        "not_connected": "`y = w * x` does use `x`, so the loss is connected to it.",
+    }),
+    "B": ("non_differentiable", "the loss is built from `tf.argmax(w)`, an index.", {
+        "not_connected": "The loss is computed from `w` inside the tape, so it is connected: "
+                         "which operation on the path has no gradient?",
+        "int_dtype": "`w` itself is a float variable; the integer appears only as argmax's output. "
+                     "Which operation produced it?",
+    }),
+    "C": ("numpy", "the loss goes through `w.numpy()` and `np.square`.", {
+        "not_watched": "`w` is a trainable `tf.Variable`, so the tape does watch it: what does the path leave?",
+        "not_connected": "The loss is computed from `w`'s value, so it is connected in your head, "
+                         "but through which library?",
+    }),
+    "D": ("state_change", "the value reaches the loss through `counter.assign_add(...)`.", {
+        "not_connected": "`w * 3.0` is computed inside the tape, so `w` is on a path: which call "
+                         "changes a variable in place on that path?",
+        "replaced_by_tensor": "No name is rebound here: `counter` stays a variable. Which call on the path "
+                              "has no gradient?",
+    }),
+    "E": ("not_trainable", "`w` is created with `trainable=False`.", {
+        "not_watched": "`w` is a `tf.Variable`, not a constant: look at how it was created.",
+    }),
+    "F": ("loss_outside_tape", "`pred` is computed before the `with` block opens.", {
+        "not_connected": "`pred` is `w * 3.0`, so the loss depends on `w`, but when was that "
+                         "product recorded?",
+        "not_watched": "`w` is a trainable `tf.Variable`, watched automatically. Where is `pred` computed?",
+    }),
+}
+
+
+class NameTheCause(Exercise):
+    number = "5.1"
+    answer = "classify"
+    visible_cases = ("A", "B", "C")
+    praise = "you read each symptom and named the cause."
+    hints = (
+        "For each snippet, ask the checklist in order: is the source a trainable float variable, "
+        "is the loss computed inside the tape, and is every op on the path differentiable TensorFlow?",
+        "`tf.argmax` returns an index; `.numpy()` leaves TensorFlow; `assign_add` changes state.",
+        "A: `not_watched`, B: `non_differentiable`; look at C to F with the same eyes.",
+    )
+    solution_code = """
+def classify(snippet):
+    return {"A": "not_watched", "B": "non_differentiable", "C": "numpy",
+            "D": "state_change", "E": "not_trainable", "F": "loss_outside_tape"}[snippet]
+"""
+    why = ("Each snippet breaks exactly one link of the chain: a watched float source, recorded inside the tape, "
+           "through differentiable TensorFlow operations only.")
+
+    def check_case(self, fn, snippet, facts):
+        got = self.call(fn, snippet, shown=repr(snippet)).value
+        right, shows, symptoms = _SNIPPETS[snippet]
+        if got == right:
+            return
+        if not isinstance(got, str) or got not in CAUSES:
+            raise Incorrect(f"`classify({snippet!r})` returned {got!r}, which is not a cause id. "
+                            f"Return one of the keys of `CAUSES`: {', '.join(CAUSES)}.")
+        reason = symptoms.get(got, f"Look again at what snippet {snippet} shows: {shows}")
+        raise Incorrect(f"`classify({snippet!r})` is `{got!r}`, but that is not the most likely cause. {reason}")
+
+
+def _none_message(fn, facts, gradient_name: str, source: str) -> str:
+    """Why the gradient `gradient_name` for `source` is None, from the student's source."""
+    if facts.computed_outside_tape("loss"):
+        return f"`{gradient_name}` is `None`. " + none_cause(facts, "loss", source, False)
+    blocked = blocking_call(fn, source)
+    if blocked:
+        cause, call = blocked
+        if cause == "stop_gradient":
+            return (f"`{gradient_name}` is `None`: `{call}` is still on the path from `{source}` to the loss, and "
+                    "`tf.stop_gradient` blocks gradients by design. Did you mean to remove it?")
+        if cause == "non_differentiable":
+            return (f"`{gradient_name}` is `None`: `{call}` has no gradient, so nothing flows back to `{source}`. "
+                    "Did you keep that op without a straight-through estimator?")
+        return f"`{gradient_name}` is `None`: `{call}` blocks the path to `{source}`. {CAUSES[cause].capitalize()}."
+    return f"`{gradient_name}` is `None`. " + none_cause(facts, "loss", source, False)
+
+
+def _regression(spec, n_in=None):
+    """(x, w, b, y) for a linear regression case: the notebook's worked example, or (n, d, seed)."""
+    if spec == "worked":
+        x = np.array([[1.0, 2.0], [2.0, 0.5], [3.0, -1.0], [4.0, 1.5]])
+        w = np.array([[0.5], [-0.5]])
+        return x, w, np.array([0.1]), x @ np.array([[2.0], [1.0]]) + 1.0
+    n, d, seed = spec
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    return x, rng.normal(size=(d, 1)), rng.normal(size=1), rng.normal(size=(n, 1))
+
+
+class FixTheStep(Exercise):
+    number = "5.2"
+    answer = "fixed_gradients"
+    visible_cases = ("worked",)
+    praise = "both gradients flow again: the loss is recorded and nothing blocks the path."
+    hints = (
+        "Two things are wrong in `broken_gradients`: one is where a line sits, the other is a call that should go.",
+        "Move the loss inside the `with` block, and drop `tf.stop_gradient` from the prediction.",
+        "`pred = x @ w + b` and `loss = tf.reduce_mean((pred - y) ** 2)`, both inside the tape.",
+    )
+    solution_code = """
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+"""
+    why = ("The tape only differentiates what it recorded, and `tf.stop_gradient` deliberately cuts the path, "
+           "so the loss must be computed inside the block from an unblocked prediction.")
+
+    def check_case(self, fn, spec, facts):
+        x, w, b, y = _regression(spec)
+        args = (tf.Variable(w, dtype=tf.float32), tf.Variable(b, dtype=tf.float32),
+                tf.constant(x, tf.float32), tf.constant(y, tf.float32))
+        got = self.call(fn, *args, shown=f"x of shape {x.shape}").value
+        residual = x @ w + b - y
+        expected = [2 * x.T @ residual / len(x), 2 * residual.mean(axis=0)]
+        if not isinstance(got, (list, tuple)) or len(got) != 2:
+            raise Incorrect("`fixed_gradients` should return the list `[dl_dw, dl_db]` from "
+                            "`tape.gradient(loss, [w, b])`.")
+        for i, (name, source) in enumerate((("dl_dw", "w"), ("dl_db", "b"))):
+            if got[i] is None:
+                raise Incorrect(_none_message(fn, facts, name, source))
+        for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
+            problem = mismatch(want, have, name)
+            if problem:
+                cause = factor_cause(want, have) or "Is the loss the mean squared error of `x @ w + b` against `y`?"
+                raise Incorrect(f"{problem} {cause}")
+
+
+def _steps(w, x, y, lr, n=2):
+    grads = []
+    for _ in range(n):
+        grad = 2 * np.mean((w * x - y) * x)
+        grads.append(grad)
+        w = w - lr * grad
+    return grads, w
+
+
+_REPLACED = ("After the first step `w` was no longer a variable: did you write `w = w - lr * grad`? "
+             "That binds `w` to a tensor the tape does not watch; `w.assign_sub(lr * grad)` changes the "
+             "variable in place.")
+
+
+class TwoSteps(Exercise):
+    number = "5.3"
+    answer = "two_steps"
+    visible_cases = ((0.5, (1.0, 2.0, 3.0), (2.0, 4.0, 6.0), 0.05),)
+    praise = "`w` stayed a variable, so the tape watched it on the second step too."
+    hints = (
+        "After the first step, what type is `w`? Print `type(w)` after `w = w - lr * grad`.",
+        "A `tf.Variable` must be changed in place, or it stops being a variable.",
+        "Replace `w = w - lr * grad` with `w.assign_sub(lr * grad)`.",
+    )
+    solution_code = """
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w.assign_sub(lr * grad)
+    return grads
+"""
+    why = ("`w = w - lr * grad` binds the name `w` to a new tensor that the tape does not watch, while "
+           "`w.assign_sub` updates the variable in place, so it stays watched for the next step.")
+
+    def check_case(self, fn, case, facts):
+        w0, xs, ys, lr = case
+        w = tf.Variable(w0, dtype=tf.float32)
+        x, y = np.array(xs), np.array(ys)
+        try:
+            got = self.call(fn, w, tf.constant(x, tf.float32), tf.constant(y, tf.float32), lr,
+                            shown=f"w=tf.Variable({w0}), lr={lr}").value
+        except Incorrect as error:
+            if "NoneType" not in str(error):
+                raise
+            raise Incorrect(f"{error} A gradient was `None`, most likely on the second step. " + _REPLACED) from None
+        expected, w_after = _steps(w0, x, y, lr)
+        if not isinstance(got, (list, tuple)) or len(got) != 2:
+            raise Incorrect("`two_steps` should return a list of the two gradients, one per step.")
+        if got[0] is None:
+            raise Incorrect(_none_message(fn, facts, "grads[0]", "w"))
+        if got[1] is None:
+            raise Incorrect("`grads[1]` is `None`. " + _REPLACED)
+        if mismatch(expected[0], got[0], "grads[0]"):
+            raise Incorrect(mismatch(expected[0], got[0], "grads[0]") + " Is the loss `mean((w * x - y) ** 2)`?")
+        if allclose(got[0], got[1]):
+            raise Incorrect(f"`grads[1]` equals `grads[0]` ({fmt(got[0])}): `w` did not change between the "
+                            "steps. Did you update it with `w.assign_sub(lr * grad)`?")
+        uphill, _ = _steps(w0, x, y, -lr)
+        if allclose(uphill[1], got[1]):
+            raise Incorrect(f"`grads[1]` is {fmt(got[1])}, but should be {fmt(expected[1])}: you moved `w` uphill. "
+                            "Did you use `assign_add` where gradient descent subtracts, `assign_sub`?")
+        problem = mismatch(expected[1], got[1], "grads[1]") or mismatch(w_after, w, "w after two steps")
+        if problem:
+            raise Incorrect(f"{problem} Did you update `w` once per step, by `lr * grad`?")
+
+
+class StraightThrough(Exercise):
+    number = "5.4"
+    answer = "rounded_gradient"
+    visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)),)
+    praise = "the forward pass rounds, the backward pass lets the gradient through: a straight-through estimator."
+    hints = (
+        "`tf.round` and a cast to int have no gradient. You need a forward value that is rounded, "
+        "and a backward pass that acts as if it were not.",
+        "`z + tf.stop_gradient(tf.round(z) - z)` equals `round(z)`, but its gradient is that of `z`.",
+        "`z = w * x`, `pred = z + tf.stop_gradient(tf.round(z) - z)`, then the mean squared error, all in the tape.",
+    )
+    solution_code = """
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.round(z) - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+"""
+    why = ("The stop_gradient term adds the rounding error as a constant, so the forward value is rounded while "
+           "the gradient flows through `z` as if rounding were the identity.")
+
+    def check_case(self, fn, case, facts):
+        w0, xs, ys = case
+        x, y = np.array(xs), np.array(ys)
+        got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32),
+                        tf.constant(y, tf.float32), shown=f"w=tf.Variable({w0})").value
+        rounded = np.round(np.float32(w0) * x.astype(np.float32)).astype(np.float64)  # as TF rounds
+        expected = 2 * np.mean((rounded - y) * x)
+        if got is None:
+            raise Incorrect(_none_message(fn, facts, "dl_dw", "w"))
+        if mismatch(expected, got, "dl_dw"):
+            unrounded = allclose(2 * np.mean((w0 * x - y) * x), got) and (
+                "That is the gradient without rounding: the forward pass must still use the rounded "
+                "predictions, `round(w * x)`.")
+            raise Incorrect(f"{mismatch(expected, got, 'dl_dw')} "
+                            f"{unrounded or 'Is the loss the mean squared error of the rounded predictions?'}")
+
+
+ex5_1 = NameTheCause()
+ex5_2 = FixTheStep()
+ex5_3 = TwoSteps()
+ex5_4 = StraightThrough()

@@ -1,0 +1,110 @@
+"""Realistic wrong answers for 05_debugging_none, each with words its feedback must contain."""
+from answers import Mistake
+
+_RIGHT = {"A": "not_watched", "B": "non_differentiable", "C": "numpy",
+          "D": "state_change", "E": "not_trainable", "F": "loss_outside_tape"}
+
+
+def _classify(**wrong):
+    table = {**_RIGHT, **wrong}
+    return f"def classify(snippet):\n    return {table!r}[snippet]\n"
+
+
+MISTAKES = {
+    "ex5_1_answer": [
+        Mistake("argmax taken for an unconnected loss", _classify(B="not_connected"),
+                "which operation on the path has no gradient"),
+        Mistake("a constant taken for a frozen variable", _classify(A="not_trainable"),
+                "it is a constant"),
+        Mistake("state change taken for a replaced variable (hidden snippet)", _classify(D="replaced_by_tensor"),
+                "`counter` stays a variable"),
+        Mistake("a made-up cause id", _classify(C="numpy_call"), "not a cause id"),
+    ],
+    "ex5_2_answer": [
+        Mistake("stop_gradient left in", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.stop_gradient(x @ w) + b
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "`tf.stop_gradient` blocks gradients"),
+        Mistake("loss still computed outside the tape", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+    loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "compute `loss` inside the `with"),
+        Mistake("sum instead of mean", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = tf.reduce_sum((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "4 times the right ones"),
+    ],
+    "ex5_3_answer": [
+        Mistake("the variable replaced by a tensor", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = w - lr * grad
+    return grads
+''', "w.assign_sub(lr * grad)"),
+        Mistake("no update at all", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grads.append(tape.gradient(loss, w))
+    return grads
+''', "did not change between the steps"),
+        Mistake("assign_add: a step uphill", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w.assign_add(lr * grad)
+    return grads
+''', "uphill"),
+    ],
+    "ex5_4_answer": [
+        Mistake("cast to int", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.cast(tf.cast(w * x, tf.int32), tf.float32)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "tf.cast(w * x, tf.int32)"),
+        Mistake("plain tf.round", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.round(w * x)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "`tf.round(w * x)` has no gradient"),
+        Mistake("rounding dropped", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        pred = w * x
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "gradient without rounding"),
+        Mistake("loss computed outside the tape", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.round(z) - z)
+    loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "compute `loss` inside the `with"),
+    ],
+}

@@ -1,0 +1,104 @@
+"""Realistic wrong answers for 03_watching_tensors, each with words its feedback must contain."""
+from answers import Mistake
+
+MISTAKES = {
+    "ex3_1_answer": [
+        Mistake("x never watched", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        y = x * x
+        z = y * y
+    return tape.gradient(z, y)
+''', "tape.watch(x)"),
+        Mistake("watched after computing y", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        y = x * x
+        tape.watch(x)
+        z = y * y
+    return tape.gradient(z, y)
+''', "before computing"),
+        Mistake("dz/dx instead of dz/dy", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    return tape.gradient(z, x)
+''', "That is dz/dx"),
+    ],
+    "ex3_2_answer": [
+        Mistake("watches the NumPy array", '''
+def input_saliency(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tf.abs(tape.gradient(y, x))
+''', "A NumPy array cannot be watched"),
+        Mistake("signed gradient, no abs", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x)
+''', "tf.abs"),
+        Mistake("converted but never watched", '''
+def input_saliency(model, x):
+    x = tf.convert_to_tensor(x)
+    with tf.GradientTape() as tape:
+        y = model(x)
+    return tf.abs(tape.gradient(y, x))
+''', "tape.watch(x)"),
+        Mistake("gradient of the weights", '''
+def input_saliency(model, x):
+    with tf.GradientTape() as tape:
+        y = model(x)
+    return tape.gradient(y, model.trainable_variables)
+''', "instead of the input"),
+    ],
+    "ex3_3_answer": [
+        Mistake("default tape watches the weights", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "watch_accessed_variables=False"),
+        Mistake("nothing watched at all", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "tape.watch(x)"),
+        Mistake("watched after the forward pass", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        y = model(x)
+        tape.watch(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "before computing"),
+    ],
+    "ex3_4_answer": [
+        Mistake("gradient instead of a Jacobian", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x)
+''', "sums over the outputs"),
+        Mistake("full jacobian", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.jacobian(y, x)
+''', "tape.batch_jacobian(y, x)"),
+        Mistake("x never watched", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        y = model(x)
+    return tape.batch_jacobian(y, x)
+''', "tape.watch(x)"),
+    ],
+}

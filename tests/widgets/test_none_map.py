@@ -1,0 +1,81 @@
+"""Behaviours of the None-gradient map: the model's diagnoses per bug, the HTML, and the view."""
+import time
+
+import pytest
+
+from tapelab.widgets.none_map import COLOURS, NoneMap, NoneMapModel, render_html
+
+EXPECTED = {
+    "healthy step": {"w1": "ok", "b1": "ok", "w2": "ok", "b2": "ok"},
+    "loss outside the tape": {"w1": "loss_outside_tape", "b2": "loss_outside_tape"},
+    "stop_gradient on the hidden layer": {"w1": "stop_gradient", "b1": "stop_gradient", "w2": "ok"},
+    "argmax in the forward pass": {"w1": "non_differentiable", "w2": "ok"},
+    "NumPy relu": {"w1": "numpy", "b1": "numpy", "b2": "ok"},
+    "frozen bias": {"b2": "not_trainable", "w1": "ok"},
+    "dead relu": {"w1": "zero_gradient", "b2": "ok"},
+    "untracked tf.Variable": {"scaled.scale": "untracked_variable"},
+}
+
+
+@pytest.fixture(scope="module")
+def model() -> NoneMapModel:
+    return NoneMapModel()
+
+
+@pytest.mark.parametrize("bug", sorted(EXPECTED))
+def test_each_bug_is_diagnosed_with_its_cause(model, bug):
+    """Does every bug in the menu get the cause it was built to show, variable by variable?"""
+    causes = {row.name: row.cause or "ok" for row in model.rows(bug)}
+    for name, cause in EXPECTED[bug].items():
+        assert causes[name] == cause, (bug, name, causes)
+
+
+def test_menu_covers_every_bug(model):
+    """Does the dropdown offer exactly the catalogued bugs?"""
+    assert sorted(model.bugs) == sorted(EXPECTED)
+
+
+def test_rows_are_coloured_by_status(model):
+    """Is each row's colour the one for its status (ok green, zero amber, None red)?"""
+    rows = model.rows("dead relu") + model.rows("frozen bias")
+    assert {r.status for r in rows} == {"ok", "zero", "None"}
+    assert all(r.colour == COLOURS[r.status] for r in rows)
+
+
+def test_report_is_cached(model):
+    """Is each bug diagnosed once and then reused?"""
+    assert model.report("frozen bias") is model.report("frozen bias")
+
+
+def test_unknown_bug_lists_the_choices(model):
+    """Does an unknown bug raise ValueError naming every valid one?"""
+    with pytest.raises(ValueError) as err:
+        model.rows("typo bug")
+    assert all(bug in str(err.value) for bug in model.bugs)
+
+
+def test_html_puts_each_variable_with_its_explanation(model):
+    """Does the HTML hold a bar per variable, in its colour, with the diagnosis as code-formatted text?"""
+    rows = model.rows("stop_gradient on the hidden layer")
+    page = render_html("stop", "a test", rows)
+    assert page.count(COLOURS["None"]) == 2 and page.count(COLOURS["ok"]) == 2
+    assert "<code>tf.stop_gradient" in page
+
+
+def test_dropdown_change_redraws_quickly(capfd):
+    """Does choosing another bug redraw the map, silently, well under 100 ms once diagnosed?"""
+    view = NoneMap(bug="healthy step")
+    view.dropdown.value = "frozen bias"
+    assert "not trainable" in view.view.value or "trainable=False" in view.view.value
+    view.dropdown.value = "healthy step"
+    start = time.perf_counter()
+    view.dropdown.value = "frozen bias"
+    assert time.perf_counter() - start < 0.1
+    assert capfd.readouterr() == ("", "")
+    assert "application/vnd.jupyter.widget-view+json" in view._repr_mimebundle_()
+
+
+def test_unknown_initial_bug_raises():
+    """Does building the map on an unknown bug fail clearly?"""
+    with pytest.raises(ValueError):
+        NoneMap(bug="nope")
