@@ -1,0 +1,370 @@
+"""Exercises of notebook 04_persistent_tapes: several gradients from one tape, releasing it,
+second derivatives from nested tapes, and Hessians from `jacobian`."""
+from __future__ import annotations
+
+import ast
+import gc
+import inspect
+import textwrap
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from tapelab.compare import allclose, fmt, mismatch
+from tapelab.exercise import Exercise
+from tapelab.feedback import Incorrect
+from tapelab.mistakes import factor_cause, none_cause
+from tapelab.oracle import numeric_gradient
+
+__all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
+
+_INSIDE_WITH_LOG = "significantly less efficient"
+_ONE_SET = "non-persistent GradientTape can only be used to compute one set"
+
+
+def _wrong_value(name: str, expected, got, *causes: str | None) -> Incorrect:
+    """An Incorrect naming the difference and the first known cause that applies."""
+    base = mismatch(expected, got, name) or f"`{name}` is {fmt(got)}, but should be {fmt(expected)}."
+    cause = next((c for c in causes if c), None) or factor_cause(expected, got)
+    return Incorrect(f"{base} {cause}" if cause else base)
+
+
+def _gradient_inside_tape(fn) -> bool | None:
+    """Whether some `.gradient(...)` call stands inside a `with ...GradientTape...` block (None: no source)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and any("GradientTape" in ast.unparse(i.context_expr) for i in node.items):
+            for inner in ast.walk(node):
+                if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                        and inner.func.attr == "gradient"):
+                    return True
+    return False
+
+
+class _TapeExercise(Exercise):
+    """An exercise whose feedback on the one-set RuntimeError points at `persistent=True`."""
+
+    def _explain_error(self, error: Exception, shown: str) -> str:
+        if _ONE_SET in str(error):
+            first_line = str(error).strip().splitlines()[0]
+            return (f"Calling `{self.answer}({shown})` raised `{type(error).__name__}: {first_line}`. "
+                    "A tape is released after its first `gradient` call. Did you open it with "
+                    "`tf.GradientTape(persistent=True)` so that it can answer twice?")
+        return super()._explain_error(error, shown)
+
+    def _reject_gradient_inside_with(self, fn, logs: list[str]) -> None:
+        # TensorFlow logs its warning once per process, so the source is the reliable witness.
+        if any(_INSIDE_WITH_LOG in line for line in logs) or _gradient_inside_tape(fn):
+            raise Incorrect(
+                "Your values are right, but you called `tape.gradient` inside the `with` block of a persistent "
+                "tape. TensorFlow warns that this is significantly less efficient: the tape records the "
+                "gradient computation too. Did you move the `gradient` calls after the `with` block?")
+
+
+# ---------------------------------------------------------------- 4.1 several gradients
+
+
+class SeveralGradients(_TapeExercise):
+    number = "4.1"
+    answer = "several_gradients"
+    visible_cases = ((1.0, -0.5),)
+    praise = "one persistent tape answered two `gradient` calls from a single recording."
+    hints = (
+        "A tape normally answers one `gradient` call. Which argument of `tf.GradientTape` lets it answer more?",
+        "Open `tf.GradientTape(persistent=True)`, call `tape.watch(x)` (x is a constant), then compute "
+        "`y = x**3` and `z = tf.sin(y)` inside the block.",
+        "After the block: `dy_dx = tape.gradient(y, x)`, `dz_dx = tape.gradient(z, x)`, `del tape`, "
+        "then `return [dy_dx, dz_dx]`.",
+    )
+    solution_code = """
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+"""
+    why = ("`persistent=True` keeps the recording after the first `gradient` call, so the same record of "
+           "`y` and `z` answers both questions; `del tape` then frees it.")
+
+    def check_case(self, fn, values, facts):
+        x = tf.constant(values, tf.float32)
+        call = self.call(fn, x, shown=f"x={fmt(x)}")
+        got = call.value
+        xs = np.array(values, np.float64)
+        dy_dx, dz_dx = 3 * xs**2, np.cos(xs**3) * 3 * xs**2
+        if not isinstance(got, (list, tuple)) or len(got) != 2:
+            raise Incorrect(mismatch([dy_dx, dz_dx], got, "several_gradients(x)")
+                            or "`several_gradients` should return a list `[dy_dx, dz_dx]`.")
+        for name, target, value in (("dy_dx", "y", got[0]), ("dz_dx", "z", got[1])):
+            if value is None:
+                raise Incorrect(f"`{name}` is `None`. " + none_cause(facts, target, "x", True))
+        if mismatch(dy_dx, got[0], "dy_dx"):
+            raise _wrong_value("dy_dx", dy_dx, got[0])
+        if mismatch(dz_dx, got[1], "dz_dx"):
+            wrt_y = allclose(np.cos(xs**3), got[1]) and (
+                "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
+                "Pass `x`: the tape chains through `y` by itself.")
+            swapped = allclose(dz_dx, got[0]) and allclose(dy_dx, got[1]) and (
+                "Your gradients are swapped: return `[dy_dx, dz_dx]`.")
+            raise _wrong_value("dz_dx", dz_dx, got[1], swapped, wrt_y)
+        self._reject_gradient_inside_with(fn, call.logs)
+
+
+# ---------------------------------------------------------------- 4.2 release the tape
+
+
+class _Tracked:
+    """The test's `f`: loss and penalty of `x`, with weak references to every intermediate it makes.
+
+    Only the checker holds these references, so an intermediate is alive exactly while some tape
+    keeps it; `held_at_next_call` is how many were alive when `f` was called again.
+    """
+
+    def __init__(self, target: float, weight: float) -> None:
+        self.target, self.weight = target, weight
+        self.refs: list[weakref.ref] = []
+        self.calls = 0
+        self.held_at_next_call = 0
+
+    def __call__(self, x):
+        if self.calls:
+            self.held_at_next_call = max(self.held_at_next_call, self.live())
+        self.calls += 1
+        h = tf.exp(0.5 * x)
+        gap = h - self.target
+        squares = x * x
+        self.refs += [weakref.ref(t) for t in (h, gap, squares)]
+        loss = tf.reduce_sum(gap * gap)
+        penalty = self.weight * tf.reduce_sum(squares)
+        return loss, penalty
+
+    def live(self) -> int:
+        return sum(ref() is not None for ref in self.refs)
+
+    def numpy_loss(self, x):
+        return float(np.sum((np.exp(0.5 * x) - self.target) ** 2))
+
+    def numpy_penalty(self, x):
+        return float(self.weight * np.sum(x * x))
+
+
+class TwoGradientsAndRelease(_TapeExercise):
+    number = "4.2"
+    answer = "two_gradients_and_release"
+    visible_cases = (((0.5, -1.0, 2.0), 0.1, 1.5, 0.2),)
+    praise = "two gradients from one recording, and the tape let go of its intermediates before the next forward pass."
+    hints = (
+        "Record `loss, penalty = f(x)` once on a persistent tape and ask it for two gradients; "
+        "then free it before you call `f` again.",
+        "After the `with` block: the two `gradient` calls, then `del tape`, then "
+        "`x.assign_sub(lr * (dloss_dx + dpenalty_dx))`.",
+        "Finish with `new_loss, _ = f(x)` and `return [dloss_dx, dpenalty_dx, new_loss]`; "
+        "the `del tape` must come before that second call of `f`.",
+    )
+    solution_code = """
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+"""
+    why = ("A live persistent tape holds every intermediate it recorded, so `del tape` right after the last "
+           "`gradient` call frees that memory before the next forward pass needs it.")
+
+    def check_case(self, fn, case, facts):
+        values, lr, target, weight = case
+        x0 = np.array(values, np.float64)
+        x = tf.Variable(x0, dtype=tf.float32, name="x")
+        f = _Tracked(target, weight)
+        got = self.call(fn, f, x, lr, shown=f"f, x=tf.Variable({fmt(x0)}), lr={lr}").value
+        gc.collect()
+        alive_after_return = f.live()
+
+        dloss = numeric_gradient(f.numpy_loss, x0)
+        dpenalty = numeric_gradient(f.numpy_penalty, x0)
+        x1 = x0 - lr * (dloss + dpenalty)
+        if not isinstance(got, (list, tuple)) or len(got) != 3:
+            raise Incorrect(mismatch([dloss, dpenalty, 0.0], got, "two_gradients_and_release(...)")
+                            or "`two_gradients_and_release` should return `[dloss_dx, dpenalty_dx, new_loss]`.")
+        for name, target_name, value in (("dloss_dx", "loss", got[0]), ("dpenalty_dx", "penalty", got[1])):
+            if value is None:
+                raise Incorrect(f"`{name}` is `None`. " + none_cause(facts, target_name, "x", False))
+        for name, expected, value in (("dloss_dx", dloss, got[0]), ("dpenalty_dx", dpenalty, got[1])):
+            if mismatch(expected, value, name):
+                raise _wrong_value(name, expected, value)
+        if mismatch(x1, x.numpy(), "x", rtol=1e-4, atol=1e-4):
+            untouched = allclose(x0, x.numpy()) and "Did you call `x.assign_sub(...)`?"
+            uphill = allclose(x0 + lr * (dloss + dpenalty), x.numpy(), rtol=1e-4, atol=1e-4) and (
+                "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?")
+            raise Incorrect(f"`x` after your step is {fmt(x.numpy())}, but should be {fmt(x1)}. "
+                            + (untouched or uphill or "Did you step by `lr * (dloss_dx + dpenalty_dx)`?"))
+        new_loss = f.numpy_loss(x1)
+        if mismatch(new_loss, got[2], "new_loss", rtol=1e-4, atol=1e-4):
+            old = allclose(f.numpy_loss(x0), got[2], rtol=1e-4, atol=1e-4) and (
+                "That is the loss before the step. Did you call `f(x)` again after `x.assign_sub(...)`?")
+            raise _wrong_value("new_loss", new_loss, got[2], old)
+        if f.held_at_next_call:
+            raise Incorrect(
+                f"Your values are right, but when you called `f` the second time your persistent tape was still "
+                f"alive and held {f.held_at_next_call} intermediates of the first call. Did you `del tape` "
+                "right after the `gradient` calls?")
+        if alive_after_return:
+            raise Incorrect(
+                f"Your values are right, but your persistent tape is still alive after your function returned "
+                f"(it holds {alive_after_return} intermediates). Did you return the tape or store it outside "
+                "the function? `del tape` once you have the gradients.")
+
+
+# ---------------------------------------------------------------- 4.3 second derivative
+
+# name -> (f written with TensorFlow ops, f', f'' with NumPy)
+_SCALAR_FUNCTIONS = {
+    "x**4": (lambda x: x**4, lambda x: 4 * x**3, lambda x: 12 * x**2),
+    "sin": (tf.sin, np.cos, lambda x: -np.sin(x)),
+    "exp(-x**2)": (lambda x: tf.exp(-x * x), lambda x: -2 * x * np.exp(-x * x),
+                   lambda x: (4 * x * x - 2) * np.exp(-x * x)),
+    "tanh": (tf.tanh, lambda x: 1 - np.tanh(x) ** 2, lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
+    "x**3 - 2x": (lambda x: x**3 - 2 * x, lambda x: 3 * x**2 - 2, lambda x: 6 * x),
+    "log(1 + x**2)": (lambda x: tf.math.log(1 + x * x), lambda x: 2 * x / (1 + x * x),
+                      lambda x: (2 - 2 * x * x) / (1 + x * x) ** 2),
+}
+
+
+class SecondDerivative(_TapeExercise):
+    number = "4.3"
+    answer = "second_derivative"
+    visible_cases = (("x**4", 1.0), ("sin", 0.5))
+    praise = "the outer tape recorded the inner `gradient` call, so it could differentiate the derivative."
+    hints = (
+        "A second derivative is the derivative of the first one, so the first `gradient` call must itself be "
+        "recorded by a second tape.",
+        "Make `x = tf.Variable(x)`, open `with tf.GradientTape() as outer:`, and inside it "
+        "`with tf.GradientTape() as inner:` around `y = f(x)`.",
+        "Still inside the outer block (after the inner one): `dy_dx = inner.gradient(y, x)`. "
+        "After the outer block: `return outer.gradient(dy_dx, x)`.",
+    )
+    solution_code = """
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+"""
+    why = ("The inner `gradient` call runs inside the outer `with` block, so the outer tape records how dy/dx "
+           "was computed from `x` and can differentiate it again.")
+
+    def check_case(self, fn, case, facts):
+        name, x = case
+        f, d1, d2 = _SCALAR_FUNCTIONS[name]
+        call = self.call(fn, f, x, shown=f"f={name}, x={x}")
+        got, expected = call.value, d2(x)
+        if got is None:
+            raise Incorrect(f"`second_derivative(f={name}, x={x})` returned `None`. " + self._none_cause(fn, facts))
+        if mismatch(expected, got, "d2y_dx2"):
+            first = allclose(d1(x), got) and (
+                "That is the first derivative. Did you return `inner.gradient(...)` instead of "
+                "differentiating it again with the outer tape?")
+            raise _wrong_value(f"second_derivative(f={name}, x={x})", expected, got, first)
+        one_tape = facts.found and facts.calls_to("GradientTape") < 2
+        if one_tape or any(_INSIDE_WITH_LOG in line for line in call.logs):
+            raise Incorrect(
+                "Your value is right, but you differentiated twice with one persistent tape, calling `gradient` "
+                "inside its `with` block, which TensorFlow warns is significantly less efficient. "
+                "Did you nest two tapes, an inner one for dy/dx inside an outer one for d2y/dx2?")
+
+    @staticmethod
+    def _none_cause(fn, facts, result: str = "the second derivative") -> str:
+        if facts.found and facts.calls_to("GradientTape") == 1:
+            return ("One tape cannot differentiate a gradient it computed after its `with` block ended. "
+                    "Did you nest two tapes, calling the inner `gradient` inside the outer `with`?")
+        if _gradient_inside_tape(fn) is False and facts.calls_to("GradientTape") >= 2:
+            return ("Did you call the inner `gradient` inside the outer `with` block? Called outside it, the "
+                    f"outer tape never sees dy/dx being computed, so {result} is `None`.")
+        if facts.found and facts.calls_to("watch") == 1 and not facts.calls_to("Variable"):
+            return ("`x` is a constant and only one tape watches it. Did the outer tape call `watch(x)` too? "
+                    "Or make `x = tf.Variable(x)`, which every tape watches by itself.")
+        return none_cause(facts, "dy_dx", "x", True)
+
+
+# ---------------------------------------------------------------- 4.4 Hessian
+
+# name -> (f on a 1-D tensor with TensorFlow ops, its gradient with NumPy)
+_VECTOR_FUNCTIONS = {
+    "x0**2*x1 + x1**3": (lambda v: v[0] ** 2 * v[1] + v[1] ** 3,
+                         lambda v: np.array([2 * v[0] * v[1], v[0] ** 2 + 3 * v[1] ** 2])),
+    "sum(x**4)": (lambda v: tf.reduce_sum(v**4), lambda v: 4 * v**3),
+    "x0*x1*x2 + sum(x**2)": (lambda v: v[0] * v[1] * v[2] + tf.reduce_sum(v * v),
+                             lambda v: np.array([v[1] * v[2], v[0] * v[2], v[0] * v[1]]) + 2 * v),
+    "exp(x0*x1) + x2**3": (lambda v: tf.exp(v[0] * v[1]) + v[2] ** 3,
+                           lambda v: np.array([v[1] * np.exp(v[0] * v[1]), v[0] * np.exp(v[0] * v[1]),
+                                               3 * v[2] ** 2])),
+    "sin(x0)*cos(x1)": (lambda v: tf.sin(v[0]) * tf.cos(v[1]),
+                        lambda v: np.array([np.cos(v[0]) * np.cos(v[1]), -np.sin(v[0]) * np.sin(v[1])])),
+}
+
+
+def _hessian(grad, point: np.ndarray) -> np.ndarray:
+    """The Hessian as the Jacobian of the analytic gradient, by float64 central differences."""
+    return np.stack([numeric_gradient(lambda v, i=i: grad(v)[i], point) for i in range(point.size)])
+
+
+class Hessian(_TapeExercise):
+    number = "4.4"
+    answer = "hessian"
+    visible_cases = (("x0**2*x1 + x1**3", (1.0, 2.0)),)
+    praise = "`jacobian` of the gradient gave one row per component: the full Hessian."
+    hints = (
+        "Nest two tapes as for the second derivative; the outer one must differentiate a whole gradient "
+        "vector, not a scalar.",
+        "`outer.gradient(g, x)` would sum the components of `g` first; `outer.jacobian(g, x)` keeps one row "
+        "per component.",
+        "`x = tf.Variable(x)`; inside `outer`, inside `inner`: `y = f(x)`; still inside `outer`: "
+        "`g = inner.gradient(y, x)`; after it: `return outer.jacobian(g, x)`.",
+    )
+    solution_code = """
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.jacobian(g, x)
+"""
+    why = ("The gradient `g` is a vector; `jacobian(g, x)` differentiates each of its components separately, "
+           "which gives the matrix of second derivatives, where `gradient` would sum them.")
+
+    def check_case(self, fn, case, facts):
+        name, point = case
+        f, grad = _VECTOR_FUNCTIONS[name]
+        p = np.array(point, np.float64)
+        shown = f"f={name}, x={fmt(p)}"
+        got = self.call(fn, f, np.array(point, np.float32), shown=shown).value
+        expected = _hessian(grad, p)
+        if got is None:
+            raise Incorrect(f"`hessian({shown})` returned `None`. " + SecondDerivative._none_cause(fn, facts, "the Hessian"))
+        if mismatch(expected, got, "H"):
+            summed = allclose(expected.sum(axis=0), got) and (
+                "That is the gradient of the sum of the gradient's components. Did you call `outer.gradient`? "
+                "Use `outer.jacobian(g, x)` to keep one row per component.")
+            gradient = allclose(grad(p), got) and "That is the gradient of `f`, not its Hessian."
+            raise _wrong_value(f"hessian({shown})", expected, got, summed, gradient)
+
+
+ex4_1 = SeveralGradients()
+ex4_2 = TwoGradientsAndRelease()
+ex4_3 = SecondDerivative()
+ex4_4 = Hessian()

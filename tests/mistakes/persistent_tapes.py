@@ -1,0 +1,161 @@
+"""Realistic wrong answers for 04_persistent_tapes, each with words its feedback must contain."""
+from answers import Mistake
+
+MISTAKES = {
+    "ex4_1_answer": [
+        Mistake("forgot persistent=True", '''
+def several_gradients(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    return [dy_dx, dz_dx]
+''', "persistent=True"),
+        Mistake("gradient called inside the with block", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+        dy_dx = tape.gradient(y, x)
+        dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "after the `with` block"),
+        Mistake("gradient with respect to y", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, y)
+    del tape
+    return [dy_dx, dz_dx]
+''', "gradient with respect to `y`"),
+        Mistake("constant not watched", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "tape.watch(x)"),
+    ],
+    "ex4_2_answer": [
+        Mistake("tape never released", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "Did you `del tape`"),
+        Mistake("forgot persistent=True", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape() as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "persistent=True"),
+        Mistake("returns the loss before the step", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    return [dloss_dx, dpenalty_dx, loss]
+''', "loss before the step"),
+        Mistake("steps uphill", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_add(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "stepped uphill"),
+    ],
+    "ex4_3_answer": [
+        Mistake("inner gradient called outside the outer with", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+    dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', "inside the outer `with` block"),
+        Mistake("one persistent tape, first gradient after the block", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+    dy_dx = tape.gradient(y, x)
+    d2y_dx2 = tape.gradient(dy_dx, x)
+    del tape
+    return d2y_dx2
+''', "One tape cannot differentiate"),
+        Mistake("only the inner tape watches a constant", '''
+def second_derivative(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', "Did the outer tape call `watch(x)` too?"),
+        Mistake("one persistent tape, first gradient inside the block", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+        dy_dx = tape.gradient(y, x)
+    d2y_dx2 = tape.gradient(dy_dx, x)
+    del tape
+    return d2y_dx2
+''', "Did you nest two tapes"),
+    ],
+    "ex4_4_answer": [
+        Mistake("gradient of the gradient instead of jacobian", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.gradient(g, x)
+''', "Use `outer.jacobian(g, x)`"),
+        Mistake("inner gradient called outside the outer with", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+    g = inner.gradient(y, x)
+    return outer.jacobian(g, x)
+''', "inside the outer `with` block"),
+        Mistake("jacobian of f itself", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        y = f(x)
+    return outer.jacobian(y, x)
+''', "That is the gradient of `f`"),
+    ],
+}
