@@ -16,14 +16,14 @@ import ast
 import html
 import inspect
 import linecache
-import logging
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import tensorflow as tf
+
+from tapelab.quiet import Quiet
 
 __all__ = ["CAUSES", "Entry", "Report", "blocking_call", "diagnose"]
 
@@ -126,7 +126,7 @@ def diagnose(loss_fn: Callable[..., Any], variables: Iterable | Mapping[str, Any
     watch = tuple(watch)
     source = _Source.of(loss_fn)
     tape = tf.GradientTape(persistent=True)
-    with _quiet():
+    with Quiet():
         if _takes_tape(loss_fn):
             loss = loss_fn(tape)
         else:
@@ -405,24 +405,3 @@ def _untracked(model: Any, seen: set[int]) -> list[Entry]:
                                      "asks for its gradient and the optimizer never updates it. Did you mean "
                                      "`self.add_weight(...)` in the layer?"))
     return entries
-
-
-class _quiet(logging.Handler):
-    """Keep TensorFlow's Python log lines and warnings (int sources, ...) off stderr while diagnosing."""
-
-    def __enter__(self) -> "_quiet":
-        self._logger = logging.getLogger("tensorflow")
-        self._saved = (self._logger.handlers[:], self._logger.propagate)
-        self._logger.handlers, self._logger.propagate = [self], False
-        self._warnings = warnings.catch_warnings()
-        self._warnings.__enter__()
-        warnings.simplefilter("ignore")
-        return self
-
-    def emit(self, record: logging.LogRecord) -> None:
-        pass
-
-    def __exit__(self, *exc) -> None:
-        self._warnings.__exit__(*exc)
-        self._logger.handlers, self._logger.propagate = self._saved
-

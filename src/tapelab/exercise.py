@@ -5,14 +5,13 @@ test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with ot
 """
 from __future__ import annotations
 
-import logging
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from tapelab.codeinfo import CodeFacts
 from tapelab.feedback import Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.mistakes import error_cause
+from tapelab.quiet import Quiet
 
 __all__ = ["Exercise", "Call"]
 
@@ -78,23 +77,28 @@ class Exercise:
     def call(self, fn: Callable, *args: Any, shown: str) -> Call:
         """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""
         __tracebackhide__ = True
-        with _CapturedLogs() as logs, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        return self.run(lambda: fn(*args), f"Calling `{self.answer}({shown})`")
+
+    def run(self, thunk: Callable[[], Any], doing: str) -> Call:
+        """Run student code (`thunk`) quietly; its exceptions become feedback that starts with `doing`."""
+        __tracebackhide__ = True
+        with Quiet() as quiet:
             try:
-                value = fn(*args)
+                value = thunk()
             except NotImplementedError:
                 raise NotAttempted(
                     f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
                     "with your code, run that cell, then run this one again."
                 ) from None
             except Exception as error:  # the student's bug, reported rather than re-raised
-                raise Incorrect(self._explain_error(error, shown)) from None
-        return Call(value, logs.lines + [str(w.message) for w in caught])
+                raise Incorrect(self._explain_error(error, doing)) from None
+        return Call(value, quiet.lines)
 
-    def _explain_error(self, error: Exception, shown: str) -> str:
-        first_line = (str(error).strip().splitlines() or [""])[0]
-        text = f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
-        message = f"Calling `{self.answer}({shown})` raised `{text}`."
+    def _explain_error(self, error: Exception, doing: str) -> str:
+        text = " ".join(str(error).split())
+        text = text if len(text) <= 200 else text[:197] + "..."
+        name = type(error).__name__
+        message = f"{doing} raised `{name}: {text}`." if text else f"{doing} raised `{name}`."
         cause = error_cause(error)
         return f"{message} {cause}" if cause else message
 
@@ -118,20 +122,3 @@ def _user_namespace() -> dict:
         return shell.user_ns
     import __main__
     return vars(__main__)
-
-
-class _CapturedLogs(logging.Handler):
-    """Collect TensorFlow's Python log lines during a student call instead of writing stderr."""
-
-    def __enter__(self) -> "_CapturedLogs":
-        self.lines: list[str] = []
-        self._logger = logging.getLogger("tensorflow")
-        self._saved = (self._logger.handlers[:], self._logger.propagate)
-        self._logger.handlers, self._logger.propagate = [self], False
-        return self
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def __exit__(self, *exc) -> None:
-        self._logger.handlers, self._logger.propagate = self._saved

@@ -11,7 +11,8 @@ __all__ = ["error_cause", "none_cause", "factor_cause"]
 _ERROR_CAUSES = (
     ("non-persistent GradientTape can only be used to compute one set",
      "A non-persistent tape gives one set of gradients and is then released. Did you call "
-     "`tape.gradient` twice? Ask for every gradient in one call, e.g. `tape.gradient(loss, [w, b])`."),
+     "`tape.gradient` twice? Ask for every gradient in one call, e.g. `tape.gradient(loss, [w, b])`, "
+     "or, to ask one tape several times, open it with `tf.GradientTape(persistent=True)` and `del tape` after."),
     ("Argument `target` should be",
      "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
     ("of type 'ndarray', not tf.Tensor",
@@ -24,8 +25,15 @@ _ERROR_CAUSES = (
      "Every gradient was `None`. Did you call the model and compute the loss inside the "
      "`with tf.GradientTape() as tape:` block?"),
     ("Unknown variable",
-     "An optimizer belongs to the variables it first updated. Did you use the optimizer you were given "
-     "on this model's `trainable_variables`?"),
+     "An optimizer is built for the variables it first sees and refuses any other. Did you give an "
+     "optimizer variables that belong to another one? With two optimizers, give each its own layer's variables."),
+    ("metric has not yet been built",
+     "A metric was never updated before `fit` asked for its result. Did you forget to update the metrics? "
+     "Call `update_state` on each metric in `self.metrics` (the loss metric with the loss, the others with "
+     "`y` and `y_pred`) before returning their results."),
+    ("No loss to compute",
+     "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
+     "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
 )
 
 

@@ -46,15 +46,7 @@ def _gradient_inside_tape(fn) -> bool | None:
 
 
 class _TapeExercise(Exercise):
-    """An exercise whose feedback on the one-set RuntimeError points at `persistent=True`."""
-
-    def _explain_error(self, error: Exception, shown: str) -> str:
-        if _ONE_SET in str(error):
-            first_line = str(error).strip().splitlines()[0]
-            return (f"Calling `{self.answer}({shown})` raised `{type(error).__name__}: {first_line}`. "
-                    "A tape is released after its first `gradient` call. Did you open it with "
-                    "`tf.GradientTape(persistent=True)` so that it can answer twice?")
-        return super()._explain_error(error, shown)
+    """An exercise that rejects `gradient` called inside a tape's `with` block."""
 
     def _reject_gradient_inside_with(self, fn, logs: list[str]) -> None:
         # TensorFlow logs its warning once per process, so the source is the reliable witness.

@@ -1,0 +1,434 @@
+"""Exercises of notebook 06_fit_vs_custom: a custom `train_step` that matches `fit`, two optimizers
+for two layers, clipping by global norm, and fixing a Keras 2 step in the lower-level style."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tapelab.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.exercise import Exercise
+from tapelab.feedback import Incorrect
+from tapelab.quiet import Quiet
+
+__all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "worked_example"]
+
+# ---------------------------------------------------------------- 6.1 and 6.2: history must match fit
+
+def worked_example() -> tuple[np.ndarray, np.ndarray]:
+    """The notebook's deterministic problem: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
+    x = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+    return x, 2 * x + 1
+
+
+@dataclass(frozen=True)
+class _FitCase:
+    """Data and compile settings for one history comparison."""
+
+    rows: int = 4
+    features: int = 1
+    batch_size: int = 4
+    loss: str = "mse"
+    metrics: tuple[str, ...] = ()
+    seed: int = 0  # 0: the worked example
+
+    def data(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.seed == 0:
+            return worked_example()
+        rng = np.random.default_rng(self.seed)
+        x = rng.normal(size=(self.rows, self.features)).astype(np.float32)
+        w = rng.normal(size=(self.features, 1))
+        return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
+
+    def loss_object(self) -> keras.losses.Loss:
+        return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber()}[self.loss]
+
+    def shown(self) -> str:
+        return f"n_features={self.features}"
+
+    def describe(self) -> str:
+        extra = f", metrics={list(self.metrics)}" if self.metrics else ""
+        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
+                f"loss={self.loss!r}{extra}")
+
+
+def _baseline(weights: list[np.ndarray], case: _FitCase):
+    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay."""
+    inputs = keras.Input((case.features,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.set_weights(weights)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
+                  metrics=list(case.metrics) or None, jit_compile=False)
+    starts: list[list[np.ndarray]] = []
+    recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
+    x, y = case.data()
+    history = model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False,
+                        callbacks=[recorder]).history
+    return history, model.get_weights(), _replay(starts, case)
+
+
+def _replay(starts: list[list[np.ndarray]], case: _FitCase) -> dict[str, list[float]]:
+    """Per epoch, what a wrong step would report: the mean prediction, and the last batch's loss."""
+    x, y = case.data()
+    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
+    loss = case.loss_object()
+    mean_pred, last_loss = [], []
+    for epoch in range(3):
+        preds = [x[part] @ kernel + bias for part, (kernel, bias) in
+                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
+        mean_pred.append(float(np.mean(np.concatenate(preds))))
+        last_loss.append(float(loss(y[batches[-1]], preds[-1])))
+    return {"mean prediction": mean_pred, "last batch loss": last_loss}
+
+
+class _FitMatch(Exercise):
+    """Build the student's model, fit it for 3 epochs, compare history and weights with plain `fit`."""
+
+    compile_loss = True  # 6.2 compiles with an optimizer only
+
+    def check_case(self, fn, case, facts):
+        case = case if isinstance(case, _FitCase) else _FitCase(*case)
+        model = self.call(fn, case.features, shown=case.shown()).value
+        name = f"{self.answer}({case.shown()})"
+        if not isinstance(model, keras.Model):
+            raise Incorrect(f"`{name}` returned a `{type(model).__name__}`, but should return a `keras.Model`. "
+                            "Did you forget `return`, or return the class instead of an instance?")
+        if type(model).train_step is keras.Model.train_step:
+            raise Incorrect(f"`{name}` returned a model whose class does not override `train_step`. "
+                            "Did you define `def train_step(self, data):` inside your `keras.Model` subclass?")
+        shapes = [tuple(w.shape) for w in model.get_weights()]
+        if shapes != [(case.features, 1), (1,)]:
+            raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have one `Dense(1)` layer: "
+                            f"[{(case.features, 1)}, (1,)]. Did you build it on `keras.Input(({case.features},))`?")
+        initial = model.get_weights()
+        with Quiet():
+            expected, expected_weights, replay = _baseline(initial, case)
+        compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
+        model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
+                      **compiled)
+        x, y = case.data()
+        trained = self.run(
+            lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
+            f"Training your model with `fit` ({case.describe()})")
+        history, logs = trained.value, trained.logs
+        self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
+
+    def _compare(self, case, facts, history, logs, model, initial, expected, expected_weights, replay):
+        where = f" (on {case.describe()})"
+        if "loss" in expected and "loss" not in history:
+            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
+                            "Did you name your loss metric `\"loss\"`? `fit` reports each metric under its name: "
+                            "create it as `keras.metrics.Mean(name=\"loss\")`.")
+        if sorted(history) != sorted(expected):
+            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}"
+                            f"{where}. Did you update every metric in `self.metrics` and return "
+                            "`{m.name: m.result() for m in self.metrics}`?")
+        got_weights = model.get_weights()
+        names = ["kernel", "bias"]
+        for wname, start, want, got in zip(names, initial, expected_weights, got_weights):
+            if allclose(start, got) and not allclose(start, want):
+                raise Incorrect(f"The `{wname}` never changed during training{where}, but `fit` moves it to "
+                                f"{fmt(want)}. Did you compute and apply gradients for every variable in "
+                                "`self.trainable_variables`?")
+        if all(allclose(want, got, rtol=1e-4, atol=1e-4) for want, got in zip(expected_weights, got_weights)):
+            self._compare_reported(case, facts, history, logs, expected, replay, where)
+            return
+        losses, want_losses = history["loss"], expected["loss"]
+        ratio = losses[0] / want_losses[0] if want_losses[0] else 0.0
+        if abs(ratio - case.batch_size) < 1e-3 * case.batch_size and case.batch_size > 1:
+            raise Incorrect(f"Your first epoch's loss is {losses[0]:.4g}, {case.batch_size} times `fit`'s "
+                            f"{want_losses[0]:.4g}{where}. Did you sum the squared errors over the batch "
+                            "instead of taking their mean?")
+        if self.compile_loss and facts.found and not facts.calls_to("compute_loss"):
+            raise Incorrect(f"Your weights end at {fmt(got_weights[0])} and {fmt(got_weights[1])}, but `fit` ends at "
+                            f"{fmt(expected_weights[0])} and {fmt(expected_weights[1])}{where}. Did you hard-code "
+                            "a loss? Call `self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
+                            "given to `compile`.")
+        raise Incorrect(f"Your weights end at {fmt(got_weights[0])} and {fmt(got_weights[1])}, but `fit` ends at "
+                        f"{fmt(expected_weights[0])} and {fmt(expected_weights[1])}{where}. Is your step "
+                        "computing the gradient of the mean loss over the batch, and applying "
+                        "`self.optimizer.apply(grads, self.trainable_variables)` once?")
+
+    def _compare_reported(self, case, facts, history, logs, expected, replay, where):
+        """The weights are right; are the numbers the step reports right too?"""
+        for key in sorted(expected):
+            got, want = history[key], expected[key]
+            if mismatch(want, got, key, rtol=1e-4, atol=1e-4) is None:
+                continue
+            shown = f"`history['{key}']` is {fmt(got)}, but `fit` gives {fmt(want)}{where}."
+            trains = " Your model trains correctly (its weights match `fit`'s), so the bug is in what it reports."
+            if not np.any(np.asarray(got)):
+                raise Incorrect(shown + trains + " Did you forget to update the metrics? Call "
+                                "`update_state` on each metric before returning their results.")
+            if key == "loss" and (any("compiled_loss" in line for line in logs) or facts.calls_to("compiled_loss")):
+                raise Incorrect(shown + trains + " That is the Keras 2 `self.compiled_loss` idiom: in Keras 3 it "
+                                "reports the wrong number. Use `self.compute_loss(x=x, y=y, y_pred=y_pred)` (or your "
+                                "own loss) and update the loss metric with it.")
+            if key == "loss" and allclose(replay["mean prediction"], got, rtol=1e-4, atol=1e-4):
+                raise Incorrect(shown + trains + " These are the mean predictions. Did you pass `y_pred` to the "
+                                "loss tracker's `update_state` instead of the loss?")
+            if key == "loss" and allclose(replay["last batch loss"], got, rtol=1e-4, atol=1e-4):
+                raise Incorrect(shown + trains + " These are the losses of each epoch's last batch. Did you return "
+                                "the batch's `loss` instead of the metric's `result()`, the mean over the epoch?")
+            raise Incorrect(shown + trains + " Did you update each metric with the right values "
+                            "(the loss metric with the loss, the others with `y` and `y_pred`)?")
+
+
+class CustomTrainStep(_FitMatch):
+    number = "6.1"
+    answer = "make_custom_model"
+    visible_cases = (_FitCase(),)
+    praise = "your `train_step` reproduces `fit` number for number."
+    hints = (
+        "Define `class CustomModel(keras.Model):` inside the function, build it from `keras.Input` and a "
+        "`Dense(1, kernel_initializer=\"zeros\")`, and return the instance.",
+        "In `train_step`: `x, y = data`; under a tape compute `y_pred = self(x, training=True)` and "
+        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred)`; then `self.optimizer.apply(grads, self.trainable_variables)`.",
+        "Finish with the metrics loop: for each `m` in `self.metrics`, `m.update_state(loss)` if `m.name == \"loss\"` "
+        "else `m.update_state(y, y_pred)`; return `{m.name: m.result() for m in self.metrics}`.",
+    )
+    solution_code = """
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+
+    inputs = keras.Input((n_features,))
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    return CustomModel(inputs, outputs)
+"""
+    why = ("`fit` only calls your `train_step` once per batch: computing the compiled loss with `compute_loss`, "
+           "applying its gradients with the compiled optimizer and updating `self.metrics` is exactly what "
+           "the built-in step does, so the numbers agree.")
+
+
+class TwoOptimizers(Exercise):
+    number = "6.4"
+    answer = "two_optimizer_step"
+    visible_cases = ((3, 4, 8, "sgd", "sgd", 1, 21),)
+    praise = "each optimizer moved exactly its own layer, by its own rule."
+    hints = (
+        "Compute the loss once under one tape and ask for the gradients of all `model.trainable_variables`.",
+        "Split the variables (and their gradients) at `n = len(model.layers[0].trainable_variables)`: "
+        "the first `n` belong to the first layer.",
+        "`opt_a.apply(grads[:n], variables[:n])` and `opt_b.apply(grads[n:], variables[n:])`.",
+    )
+    solution_code = """
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    n = len(model.layers[0].trainable_variables)
+    opt_a.apply(grads[:n], variables[:n])
+    opt_b.apply(grads[n:], variables[n:])
+    return loss
+"""
+    why = ("One tape gives every gradient in one backward pass; an optimizer keeps state per variable and is "
+           "built for the variables it first sees, so each part of the model needs its own optimizer and "
+           "must always get the same variables.")
+
+    _OPTIMIZERS = {
+        "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: keras.optimizers.SGD(0.01)),
+        "momentum": (lambda: keras.optimizers.SGD(0.05, momentum=0.9), None),
+        "adam": (None, lambda: keras.optimizers.Adam(0.01)),
+    }
+
+    @staticmethod
+    def _model(n_in: int, hidden: int, weights: list[np.ndarray]) -> keras.Model:
+        model = keras.Sequential([keras.Input((n_in,)), keras.layers.Dense(hidden, activation="tanh"),
+                                  keras.layers.Dense(1)])
+        model.set_weights(weights)
+        return model
+
+    def _pair(self, a: str, b: str):
+        return self._OPTIMIZERS[a][0](), self._OPTIMIZERS[b][1]()
+
+    def check_case(self, fn, case, facts):
+        n_in, hidden, rows, a, b, steps, seed = case
+        rng = np.random.default_rng(seed)
+        weights = [rng.normal(size=(n_in, hidden)) * 0.5, rng.normal(size=hidden) * 0.1,
+                   rng.normal(size=(hidden, 1)) * 0.5, rng.normal(size=1) * 0.1]
+        weights = [w.astype(np.float32) for w in weights]
+        x = tf.constant(rng.normal(size=(rows, n_in)), tf.float32)
+        y = tf.constant(rng.normal(size=(rows, 1)), tf.float32)
+        model, reference = self._model(n_in, hidden, weights), self._model(n_in, hidden, weights)
+        opt_a, opt_b = self._pair(a, b)
+        ref_a, ref_b = self._pair(a, b)
+        shown = f"a Dense({hidden})+Dense(1) model, opt_a={type(opt_a).__name__}, opt_b={type(opt_b).__name__}, x of shape {tuple(x.shape)}"
+        for _ in range(steps):
+            self.call(fn, model, opt_a, opt_b, x, y, shown=shown)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(y - reference(x, training=True)))
+            grads = tape.gradient(loss, reference.trainable_variables)
+            ref_a.apply(grads[:2], reference.trainable_variables[:2])
+            ref_b.apply(grads[2:], reference.trainable_variables[2:])
+        names = ["first layer's kernel", "first layer's bias", "second layer's kernel", "second layer's bias"]
+        got = [w - w0 for w, w0 in zip(model.get_weights(), weights)]
+        want = [w - w0 for w, w0 in zip(reference.get_weights(), weights)]
+        wrong = [i for i in range(4) if not allclose(want[i], got[i], rtol=1e-3, atol=1e-6)]
+        if not wrong:
+            return
+        steps_text = f" after {steps} steps" if steps > 1 else ""
+        ratios = [_ratio(want[i], got[i]) for i in range(4)]
+        lr_a, lr_b = (float(o.get_config()["learning_rate"]) for o in (opt_a, opt_b))
+        if a == b == "sgd":
+            first_by_b = all(_near(ratios[i], lr_b / lr_a) for i in (0, 1))
+            second_by_a = all(_near(ratios[i], lr_a / lr_b) for i in (2, 3))
+            if first_by_b and second_by_a:
+                raise Incorrect(f"The first layer moved {lr_b / lr_a:g} times and the second {lr_a / lr_b:g} times "
+                                "as far as they should: the optimizers are swapped. `opt_a` (learning rate "
+                                f"{lr_a:g}) must update the first layer and `opt_b` ({lr_b:g}) the second.")
+            if second_by_a and not any(i < 2 for i in wrong):
+                raise Incorrect(f"The second layer moved {lr_a / lr_b:g} times as far as it should, as if `opt_a` "
+                                "updated it. Did you pass all the variables to `opt_a`? Only the first layer's "
+                                "belong to it; give the second layer's to `opt_b`.")
+        i = wrong[0]
+        if not np.any(got[i]):
+            raise Incorrect(f"The {names[i]} did not change{steps_text}, but should move by {fmt(want[i])}. "
+                            "Did you apply gradients to every variable, each with its layer's optimizer?")
+        raise Incorrect(f"The {names[i]} moved by {fmt(got[i])}{steps_text}, but should move by {fmt(want[i])}. "
+                        "Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, and did "
+                        "each optimizer get its own layer's variables and gradients, in order?")
+
+
+def _ratio(want: np.ndarray, got: np.ndarray) -> float:
+    mask = np.abs(want) > 1e-7
+    return float(np.median(got[mask] / want[mask])) if mask.any() else float("nan")
+
+
+def _near(ratio: float, target: float) -> bool:
+    return bool(np.isfinite(ratio)) and abs(ratio - target) < 1e-2 * abs(target)
+
+
+class ClipGlobalNorm(Exercise):
+    number = "6.3"
+    answer = "clip_gradients"
+    visible_cases = ((([3.0, 4.0], [12.0]), 6.5),)
+    praise = "you scale every gradient by the same factor, and only when the global norm is too large."
+    hints = (
+        "The global norm is the norm of all gradients put together: the square root of the sum of every "
+        "squared entry of every tensor.",
+        "`global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))`; "
+        "every gradient is multiplied by the same `scale`.",
+        "`scale = tf.minimum(1.0, max_norm / global_norm)` leaves small gradients alone; return "
+        "`[g * scale for g in grads]`.",
+    )
+    solution_code = """
+def clip_gradients(grads, max_norm):
+    global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
+    scale = tf.minimum(1.0, max_norm / global_norm)
+    return [g * scale for g in grads]
+"""
+    why = ("Scaling all gradients by one factor keeps the direction of the update and caps its length; "
+           "clipping each tensor on its own would change the direction.")
+
+    def check_case(self, fn, case, facts):
+        values, max_norm = case
+        arrays = [np.asarray(v, np.float64) for v in values]
+        grads = [tf.constant(a, tf.float32) for a in arrays]
+        shown = f"grads of shapes {[tuple(a.shape) for a in arrays]}, max_norm={max_norm}"
+        got = self.call(fn, grads, max_norm, shown=shown).value
+        norm = float(np.sqrt(sum(np.sum(a * a) for a in arrays)))
+        expected = [a * min(1.0, max_norm / norm) if norm else a for a in arrays]
+        if got is None:
+            raise Incorrect("`clip_gradients` returned `None`. Did you forget `return`?")
+        if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (list, tuple)):
+            raise Incorrect("`clip_gradients` returned a pair `(list, norm)`, but should return the list of clipped "
+                            "gradients only. Did you return the tuple of `tf.clip_by_global_norm` whole, instead of "
+                            "its first item? (And then write the clipping yourself, as the exercise asks.)")
+        if not isinstance(got, (list, tuple)):
+            raise Incorrect(f"`clip_gradients` returned a `{type(got).__name__}`, but should return a list with one "
+                            f"tensor per gradient ({len(arrays)} here). Did you return the tuple of "
+                            "`tf.clip_by_global_norm` whole, instead of its first item?")
+        problem = mismatch(expected, list(got), "clipped")
+        if problem:
+            raise Incorrect(problem + self._cause(arrays, got, max_norm, norm))
+        if facts.calls_to("clip_by_global_norm"):
+            raise Incorrect("Your values are right, but this exercise asks you to write the clipping yourself, "
+                            "without `tf.clip_by_global_norm`: compute the global norm and one scale factor.")
+
+    @staticmethod
+    def _cause(arrays, got, max_norm, norm) -> str:
+        got = [to_numpy(g) for g in got]
+        if any(not np.all(np.isfinite(g)) for g in got):
+            return (" Some values are NaN or Inf: with all-zero gradients the global norm is 0. Did you divide "
+                    "by it without `tf.minimum(1.0, max_norm / global_norm)` (which is 1 there)?")
+        per_tensor = [a * min(1.0, max_norm / np.linalg.norm(a)) if np.linalg.norm(a) else a for a in arrays]
+        if _all_close(per_tensor, got):
+            return (" You clipped each tensor by its own norm (per tensor vs global): that is `clipnorm`. "
+                    "Clip by the GLOBAL norm, the norm of all the gradients together, with one common scale.")
+        if norm and _all_close([a * max_norm / norm for a in arrays], got):
+            return (f" The global norm is {norm:.4g}, already at most max_norm={max_norm}, yet you scaled the "
+                    "gradients up. Clip only when the norm exceeds `max_norm`: scale by "
+                    "`min(1, max_norm / global_norm)`.")
+        squared = norm * norm
+        if squared and _all_close([a * min(1.0, max_norm / squared) for a in arrays], got):
+            return (" You divided by the sum of squares. Did you forget the square root in the global norm?")
+        return " Did you compute one global norm over all the tensors and scale each by `min(1, max_norm / norm)`?"
+
+
+def _all_close(expected: list, got: list) -> bool:
+    return len(expected) == len(got) and all(allclose(e, g) for e, g in zip(expected, got))
+
+
+class FixKeras2Step(_FitMatch):
+    number = "6.2"
+    answer = "make_tracked_model"
+    compile_loss = False
+    visible_cases = (_FitCase(),)
+    praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
+    hints = (
+        "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean squared "
+        "error yourself inside the tape.",
+        "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it with the loss "
+        "in `train_step` and list it in a `metrics` property.",
+        "`train_step` returns `{\"loss\": self.loss_tracker.result()}`; the `metrics` property returns "
+        "`[self.loss_tracker]` so that `fit` resets it every epoch.",
+    )
+    solution_code = """
+def make_tracked_model(n_features=1):
+    class TrackedModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+
+        @property
+        def metrics(self):
+            return [self.loss_tracker]
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+            return {"loss": self.loss_tracker.result()}
+
+    inputs = keras.Input((n_features,))
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    return TrackedModel(inputs, outputs)
+"""
+    why = ("Without a compiled loss the step owns both the loss and its bookkeeping: a `Mean` tracker fed the "
+           "batch losses and reset by `fit` each epoch reports the same epoch mean that `fit` prints.")
+
+
+ex6_1 = CustomTrainStep()
+ex6_2 = FixKeras2Step()
+ex6_3 = ClipGlobalNorm()
+ex6_4 = TwoOptimizers()

@@ -1,0 +1,188 @@
+"""The fit-versus-custom-loop comparison of notebook 06, with a gradient-clipping control.
+
+`ComparisonModel` trains one small linear model twice, with `compile` + `fit` and with a raw
+`tf.GradientTape` loop, and reruns the loop with each clipping setting (cached). It knows nothing
+about widgets. `ComparisonExplorer` draws the two loss curves and the first step's gradient
+before and after clipping, importing ipywidgets and matplotlib only when one is built.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tapelab.widgets.render import agg_figure, png_bytes
+
+__all__ = ["CLIP_MODES", "ComparisonExplorer", "ComparisonModel", "ComparisonState", "clip"]
+
+CLIP_MODES = ("none", "clipnorm", "global_clipnorm", "clipvalue")
+THRESHOLDS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+PARAMETERS = ("w1", "w2", "b")
+
+
+def clip(grads: Sequence[tf.Tensor], mode: str, threshold: float) -> list[tf.Tensor]:
+    """Clip like the Keras optimizer option `mode` (clipnorm, global_clipnorm, clipvalue) set to `threshold`."""
+    if mode == "none":
+        return list(grads)
+    if mode == "clipnorm":
+        return [tf.clip_by_norm(g, threshold) for g in grads]
+    if mode == "global_clipnorm":
+        return tf.clip_by_global_norm(list(grads), threshold)[0]
+    if mode == "clipvalue":
+        return [tf.clip_by_value(g, -threshold, threshold) for g in grads]
+    raise ValueError(f"unknown clipping mode {mode!r}; choose from: {', '.join(CLIP_MODES)}")
+
+
+@dataclass(frozen=True)
+class ComparisonState:
+    """What the view shows for one clipping setting."""
+
+    mode: str
+    threshold: float
+    fit_losses: np.ndarray  # per epoch, from compile + fit (never clipped)
+    custom_losses: np.ndarray  # per epoch, from the tape loop with this clipping
+    grad_before: np.ndarray  # first step's gradient (w1, w2, b), unclipped
+    grad_after: np.ndarray  # the same gradient after clipping
+
+    @property
+    def same_as_fit(self) -> bool:
+        return bool(np.allclose(self.fit_losses, self.custom_losses, rtol=1e-5, atol=1e-6))
+
+
+class ComparisonModel:
+    """Dense(1) on 4 rows of 2 features, zero init, SGD, MSE, full batch: once by fit, then by a tape loop."""
+
+    def __init__(self, epochs: int = 30, learning_rate: float = 0.05) -> None:
+        self.epochs, self.learning_rate = epochs, learning_rate
+        self.x = np.array([[1.0, 1.0], [2.0, -1.0], [3.0, 1.0], [4.0, -1.0]], np.float32)
+        self.y = (self.x @ np.array([[2.0], [-1.0]], np.float32) + 1.0).astype(np.float32)
+        self.fit_losses = self._fit()
+        self._cache: dict[tuple[str, float], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _fit(self) -> np.ndarray:
+        inputs = keras.Input((2,))
+        model = keras.Model(inputs, keras.layers.Dense(1, kernel_initializer="zeros")(inputs))
+        # run_eagerly: thirty one-batch epochs train faster eagerly than fit's graph takes to trace
+        model.compile(optimizer=keras.optimizers.SGD(self.learning_rate), loss="mse", jit_compile=False,
+                      run_eagerly=True)
+        history = model.fit(self.x, self.y, epochs=self.epochs, batch_size=len(self.x), verbose=0, shuffle=False)
+        return _frozen(np.array(history.history["loss"]))
+
+    def state(self, mode: str = "none", threshold: float = 5.0) -> ComparisonState:
+        """Both loss curves and the first gradient for one clipping setting (computed once, then cached)."""
+        if mode not in CLIP_MODES:
+            raise ValueError(f"unknown clipping mode {mode!r}; choose from: {', '.join(CLIP_MODES)}")
+        if threshold <= 0:
+            raise ValueError(f"the clipping threshold must be positive, not {threshold}")
+        key = (mode, 0.0 if mode == "none" else float(threshold))
+        if key not in self._cache:
+            self._cache[key] = self._custom(*key)
+        losses, before, after = self._cache[key]
+        return ComparisonState(mode, float(threshold), self.fit_losses, losses, before, after)
+
+    def _custom(self, mode: str, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The raw loop: loss under a tape, gradients, clipping, then the SGD update by hand."""
+        kernel = tf.Variable(tf.zeros((2, 1)))
+        bias = tf.Variable(tf.zeros((1,)))
+        x, y = tf.constant(self.x), tf.constant(self.y)
+        losses, first = [], None
+        for _ in range(self.epochs):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(y - (x @ kernel + bias)))
+            grads = tape.gradient(loss, [kernel, bias])
+            clipped = clip(grads, mode, threshold)
+            if first is None:
+                first = (_flat(grads), _flat(clipped))
+            kernel.assign_sub(self.learning_rate * clipped[0])
+            bias.assign_sub(self.learning_rate * clipped[1])
+            losses.append(float(loss))
+        return _frozen(np.array(losses)), *first
+
+    @property
+    def cached(self) -> int:
+        """How many clipping settings have been computed so far."""
+        return len(self._cache)
+
+
+def _flat(grads: Sequence[tf.Tensor]) -> np.ndarray:
+    return _frozen(np.concatenate([np.ravel(g.numpy()) for g in grads]))
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _readout(state: ComparisonState) -> str:
+    before, after = (float(np.linalg.norm(g)) for g in (state.grad_before, state.grad_after))
+    setting = "no clipping" if state.mode == "none" else f"{state.mode}={state.threshold:g}"
+    verdict = ("the custom loop gives the same losses as <code>fit</code>" if state.same_as_fit else
+               "the clipped loop now differs from <code>fit</code>")
+    return (f"<b>{html.escape(setting)}</b>: first gradient norm {before:.3f} → {after:.3f}; "
+            f"final loss fit {state.fit_losses[-1]:.4f}, custom {state.custom_losses[-1]:.4f}; {verdict}.")
+
+
+class ComparisonExplorer:
+    """Dropdown of clipping modes, threshold slider, readout, and a two-panel plot; shows itself in a cell."""
+
+    def __init__(self, mode: str = "none", threshold: float = 5.0, model: ComparisonModel | None = None) -> None:
+        import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
+
+        self.model = model or ComparisonModel()
+        if threshold not in THRESHOLDS:
+            raise ValueError(f"threshold {threshold} is not on the slider; choose from: {THRESHOLDS}")
+        self.model.state(mode, threshold)  # validates mode and warms the cache
+        self.dropdown = widgets.Dropdown(options=list(CLIP_MODES), value=mode, description="clipping")
+        self.slider = widgets.SelectionSlider(options=list(THRESHOLDS), value=threshold, description="threshold")
+        self.readout = widgets.HTML()
+        self.image = widgets.Image(format="png")
+        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider]), self.readout, self.image])
+
+        self.figure = agg_figure(figsize=(8.0, 3.0), dpi=72)
+        self.figure.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.88, wspace=0.3)
+        self._loss_axes, self._grad_axes = self.figure.subplots(1, 2)
+        epochs = np.arange(1, self.model.epochs + 1)
+        self._loss_axes.set_yscale("log")
+        self._loss_axes.set_xlabel("epoch")
+        self._loss_axes.set_title("loss per epoch")
+        (self._fit_line,) = self._loss_axes.plot(epochs, self.model.fit_losses, color="C0", linewidth=3,
+                                                 alpha=0.5, label="fit")
+        (self._custom_line,) = self._loss_axes.plot(epochs, self.model.fit_losses, "--", color="C1",
+                                                    label="custom loop")
+        self._loss_axes.legend(loc="upper right")
+        positions = np.arange(len(PARAMETERS))
+        self._before_bars = self._grad_axes.bar(positions - 0.2, np.zeros(3), 0.4, color="0.6", label="before")
+        self._after_bars = self._grad_axes.bar(positions + 0.2, np.zeros(3), 0.4, color="C1", label="after")
+        self._grad_axes.set_xticks(positions, [f"dL/d{p}" for p in PARAMETERS])
+        self._grad_axes.axhline(0.0, color="0.3", linewidth=0.8)
+        self._grad_axes.set_title("first step's gradient")
+        self._grad_axes.legend(loc="lower right")
+
+        self.dropdown.observe(lambda _change: self.update(), names="value")
+        self.slider.observe(lambda _change: self.update(), names="value")
+        self.update()
+
+    def update(self) -> ComparisonState:
+        """Redraw from the controls' current values: the one path every control change takes."""
+        state = self.model.state(self.dropdown.value, self.slider.value)
+        self.slider.disabled = state.mode == "none"
+        self._custom_line.set_ydata(state.custom_losses)
+        low = min(state.fit_losses.min(), state.custom_losses.min())
+        high = max(state.fit_losses.max(), state.custom_losses.max())
+        self._loss_axes.set_ylim(low / 2, high * 2)
+        for bars, values in ((self._before_bars, state.grad_before), (self._after_bars, state.grad_after)):
+            for bar, value in zip(bars, values):
+                bar.set_height(value)
+        extent = float(np.abs(state.grad_before).max()) * 1.15
+        self._grad_axes.set_ylim(-extent, extent)
+        self.readout.value = _readout(state)
+        self.image.value = png_bytes(self.figure)
+        return state
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:
+        """Display as the widget, so the explorer can be the last expression of a cell."""
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,219 @@
+"""Realistic wrong answers for 06_fit_vs_custom, each with words its feedback must contain."""
+from answers import Mistake
+
+_BUILD = '''
+    inputs = keras.Input((n_features,))
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    return CustomModel(inputs, outputs)
+'''
+
+MISTAKES = {
+    "ex6_1_answer": [
+        Mistake("metrics never updated", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "forget to update the metrics"),
+        Mistake("returns the batch loss only", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            return {"loss": loss}
+''' + _BUILD, "forget to update the metrics"),
+        Mistake("gradients applied to the kernel only", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            kernel = self.trainable_variables[0]
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, [kernel])
+            self.optimizer.apply(grads, [kernel])
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "The `bias` never changed"),
+        Mistake("hard-coded MSE instead of compute_loss", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "self.compute_loss(x=x, y=y, y_pred=y_pred)"),
+        Mistake("the Keras 2 compiled_loss idiom", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compiled_loss(y, y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.compiled_metrics.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "Keras 2 `self.compiled_loss`"),
+    ],
+    "ex6_4_answer": [
+        Mistake("one optimizer used for both layers", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    opt_a.apply(grads[:2], variables[:2])
+    opt_a.apply(grads[2:], variables[2:])
+    return loss
+''', "With two optimizers, give each its own layer"),
+        Mistake("optimizers swapped", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    opt_b.apply(grads[:2], variables[:2])
+    opt_a.apply(grads[2:], variables[2:])
+    return loss
+''', "the optimizers are swapped"),
+        Mistake("every variable given to opt_a", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt_a.apply(grads, model.trainable_variables)
+    return loss
+''', "Did you pass all the variables to `opt_a`?"),
+        Mistake("second layer never updated", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    first = model.layers[0].trainable_variables
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    grads = tape.gradient(loss, first)
+    opt_a.apply(grads, first)
+    return loss
+''', "did not change"),
+    ],
+    "ex6_3_answer": [
+        Mistake("per-tensor clip_by_norm", '''
+def clip_gradients(grads, max_norm):
+    return [tf.clip_by_norm(g, max_norm) for g in grads]
+''', "per tensor vs global"),
+        Mistake("scales up small gradients", '''
+def clip_gradients(grads, max_norm):
+    global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
+    return [g * max_norm / global_norm for g in grads]
+''', "scaled the gradients up"),
+        Mistake("no square root", '''
+def clip_gradients(grads, max_norm):
+    squares = tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads])
+    scale = tf.minimum(1.0, max_norm / squares)
+    return [g * scale for g in grads]
+''', "forget the square root"),
+        Mistake("tuple of tf.clip_by_global_norm returned whole", '''
+def clip_gradients(grads, max_norm):
+    return tf.clip_by_global_norm(grads, max_norm)
+''', "instead of its first item"),
+    ],
+    "ex6_2_answer": [
+        Mistake("compiled_loss kept", '''
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compiled_loss(y, y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+            return {"loss": self.loss_tracker.result()}
+''' + _BUILD, "Did you keep the Keras 2 `self.compiled_loss`?"),
+        Mistake("tracker fed the predictions", '''
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(y_pred)
+            return {"loss": self.loss_tracker.result()}
+''' + _BUILD, "These are the mean predictions"),
+        Mistake("sum instead of mean", '''
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_sum(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+            return {"loss": self.loss_tracker.result()}
+''' + _BUILD, "instead of taking their mean"),
+        Mistake("loss tracker with another name", '''
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="mse")
+
+        @property
+        def metrics(self):
+            return [self.loss_tracker]
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+            return {"mse": self.loss_tracker.result()}
+''' + _BUILD, "Did you name your loss metric"),
+    ],
+}

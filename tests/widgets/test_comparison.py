@@ -1,0 +1,123 @@
+"""Behaviours of the fit-versus-custom-loop comparison: equal curves, clipping, caching, and the view."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tapelab.widgets.comparison import CLIP_MODES, THRESHOLDS, ComparisonExplorer, ComparisonModel, clip
+
+
+@pytest.fixture(scope="module")
+def model() -> ComparisonModel:
+    return ComparisonModel()
+
+
+@pytest.fixture(scope="module")
+def explorer(model) -> ComparisonExplorer:
+    return ComparisonExplorer(model=model)
+
+
+def test_unclipped_custom_loop_gives_fits_losses(model):
+    """Without clipping, does the tape loop reproduce fit's loss per epoch?"""
+    state = model.state("none")
+    assert state.same_as_fit
+    np.testing.assert_allclose(state.custom_losses, state.fit_losses, rtol=1e-5)
+    assert len(state.fit_losses) == model.epochs and state.fit_losses[-1] < state.fit_losses[0] / 100
+
+
+def test_first_gradient_is_the_analytic_one(model):
+    """Is the first gradient, at zero weights, -2 mean(y x) for the kernel and -2 mean(y) for the bias?"""
+    state = model.state("none")
+    expected = np.concatenate([-2 * (model.x * model.y).mean(axis=0), [-2 * model.y.mean()]])
+    np.testing.assert_allclose(state.grad_before, expected, rtol=1e-6)
+    np.testing.assert_array_equal(state.grad_before, state.grad_after)
+
+
+@pytest.mark.parametrize("mode", CLIP_MODES[1:])
+def test_clip_matches_the_keras_optimizer_option(mode):
+    """Does `clip(grads, mode, t)` give the same SGD(1) step as the optimizer's own `mode=t` option?"""
+    grads = [tf.constant([[3.0], [4.0]]), tf.constant([12.0])]
+    variables = [tf.Variable(tf.zeros((2, 1))), tf.Variable(tf.zeros((1,)))]
+    keras.optimizers.SGD(1.0, **{mode: 6.5 if mode != "clipvalue" else 1.0}).apply(grads, variables)
+    mine = clip(grads, mode, 6.5 if mode != "clipvalue" else 1.0)
+    for variable, clipped in zip(variables, mine):
+        np.testing.assert_allclose(variable.numpy(), -clipped.numpy(), rtol=1e-6)
+
+
+def test_global_clipping_keeps_direction_and_caps_length(model):
+    """Does global_clipnorm give a gradient of norm t pointing the same way, while clipvalue bends it?"""
+    state = model.state("global_clipnorm", 5.0)
+    assert np.linalg.norm(state.grad_after) == pytest.approx(5.0, rel=1e-5)
+    cosine = state.grad_after @ state.grad_before / np.linalg.norm(state.grad_after) / np.linalg.norm(state.grad_before)
+    assert cosine == pytest.approx(1.0, abs=1e-6)
+    bent = model.state("clipvalue", 5.0)
+    assert np.abs(bent.grad_after).max() <= 5.0 + 1e-6
+    assert not np.allclose(bent.grad_after / np.linalg.norm(bent.grad_after),
+                           state.grad_before / np.linalg.norm(state.grad_before))
+
+
+def test_tight_clipping_changes_the_curve_and_a_loose_one_does_not(model):
+    """Does a threshold of 0.5 slow training, while one above every gradient norm leaves fit's curve?"""
+    tight, loose = model.state("global_clipnorm", 0.5), model.state("global_clipnorm", 50.0)
+    assert not tight.same_as_fit and tight.custom_losses[-1] > tight.fit_losses[-1]
+    assert loose.same_as_fit
+
+
+def test_settings_are_cached_and_arrays_read_only(model):
+    """Is each setting computed once, 'none' shared across thresholds, and the arrays read-only?"""
+    first = model.state("clipnorm", 2.0)
+    count = model.cached
+    again = model.state("clipnorm", 2.0)
+    model.state("none", 1.0), model.state("none", 20.0)
+    assert again.custom_losses is first.custom_losses
+    assert model.cached <= count + 1
+    assert not first.custom_losses.flags.writeable and not first.grad_after.flags.writeable
+
+
+@pytest.mark.parametrize("args", [("sideways", 1.0), ("clipnorm", 0.0)])
+def test_bad_settings_raise(model, args):
+    """Do an unknown mode and a non-positive threshold raise ValueError?"""
+    with pytest.raises(ValueError):
+        model.state(*args)
+
+
+def test_threshold_off_the_slider_raises(model):
+    """Does building the view with a threshold the slider does not offer raise ValueError listing the choices?"""
+    with pytest.raises(ValueError, match="choose from"):
+        ComparisonExplorer(threshold=3.0, model=model)
+
+
+def test_changing_mode_redraws_the_curve_bars_and_readout(explorer):
+    """Does picking global_clipnorm put the clipped curve on the plot and change image and readout?"""
+    explorer.dropdown.value = "none"
+    explorer.slider.value = 0.5
+    before_png, before_text = explorer.image.value, explorer.readout.value
+    explorer.dropdown.value = "global_clipnorm"
+    state = explorer.model.state("global_clipnorm", 0.5)
+    np.testing.assert_array_equal(explorer._custom_line.get_ydata(), state.custom_losses)
+    assert [bar.get_height() for bar in explorer._after_bars] == pytest.approx(list(state.grad_after))
+    assert explorer.image.value != before_png and explorer.readout.value != before_text
+    assert "global_clipnorm=0.5" in explorer.readout.value and "differs" in explorer.readout.value
+
+
+def test_slider_is_disabled_without_clipping(explorer):
+    """Is the threshold slider greyed out when the mode is 'none'?"""
+    explorer.dropdown.value = "none"
+    assert explorer.slider.disabled
+    explorer.dropdown.value = "clipvalue"
+    assert not explorer.slider.disabled
+
+
+def test_every_slider_value_is_offered():
+    """Does the slider offer exactly the thresholds the model caches?"""
+    assert tuple(THRESHOLDS) == tuple(sorted(THRESHOLDS))
+
+
+def test_explorer_is_silent_and_displays_as_a_widget(capfd, model):
+    """Does building and updating the explorer print nothing, and display as a widget view?"""
+    view = ComparisonExplorer(mode="clipnorm", threshold=2.0, model=model)
+    view.slider.value = 10.0
+    view.update()
+    bundle = view._repr_mimebundle_()
+    assert capfd.readouterr() == ("", "")
+    assert "application/vnd.jupyter.widget-view+json" in bundle
