@@ -73,3 +73,13 @@ def test_untouched_stub_is_not_attempted(notebook, answer_id, monkeypatch):
             else "# YOUR CODE HERE\n")
     with pytest.raises(NotAttempted):
         _run(notebook, answer_id, stub, monkeypatch)
+
+
+@pytest.mark.parametrize("notebook,answer_id", REFERENCE)
+def test_revealed_solution_is_the_notebooks_solution(notebook, answer_id):
+    """Does `exN_M.solution()` reveal the same code as the instructor notebook's answer cell?"""
+    import_line, _ = _cells(notebook)
+    namespace = {}
+    exec(import_line, namespace)
+    exercise = namespace[answer_id.removesuffix("_answer")]
+    assert exercise.solution_code.strip() == reference_answers(notebook)[answer_id].strip()

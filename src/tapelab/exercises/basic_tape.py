@@ -87,7 +87,7 @@ class LossGradients(Exercise):
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-        loss = tf.reduce_mean(y ** 2)
+        loss = tf.reduce_mean(y**2)
     return tape.gradient(loss, [w, b])
 """
     why = ("A list of sources gives a list of gradients in the same order, each with its source's shape, "
