@@ -65,9 +65,15 @@ def _inline_code(text: str) -> str:
 
 
 def _show_feedback(shell, etype, value, tb, tb_offset=None):
-    """IPython custom exception handler: the title and message, without checker frames."""
+    """IPython custom exception handler: show the title and message, without checker frames.
+
+    IPython discards what a handler returns, so the handler displays the error itself; the
+    kernel then sends an ordinary error output, which nbgrader scores as a failed test.
+    """
     red, reset = "\x1b[31;1m", "\x1b[0m"
-    return [f"{red}{value.title}:{reset} {value}"]
+    stb = [f"{red}{value.title}:{reset} {value}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
 
 
 def install_ipython_handler() -> None:
