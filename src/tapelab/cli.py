@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from tapelab.paths import NOTEBOOKS
+from tapelab.paths import GRADER, NOTEBOOKS
 
 __all__ = ["main"]
 
@@ -22,6 +23,47 @@ def _release(args: argparse.Namespace) -> int:
     return 0
 
 
+GRADE_EPILOG = """\
+accepted submission names (relative to PATH, or inside the zip):
+  submitted/<student>/<assignment>/<notebook>.ipynb   nbgrader's layout (PATH may be submitted/ itself)
+  <student>/<assignment>/<notebook>.ipynb
+  <student>/<notebook>.ipynb                          one folder per student
+  <student>_<notebook>.ipynb                          flat, as LMS downloads are, at any depth
+Notebook names start with two digits (01_basic_tape). A student id may contain underscores:
+jo_ann_01_basic_tape.ipynb is student jo_ann. Zip entries with absolute paths or `..` are refused.
+
+outputs, in the course folder: the gradebook, autograded/, feedback/<student>/<assignment>/*.html,
+grades.csv, report.json (every input file with its status), grading.log.jsonl, grading-state.json.
+A second run regrades only new or changed files; --force regrades everything.
+
+statuses: graded, tampered, timed_out, kernel_died, output_limit, invalid_notebook,
+unknown_notebook, missing_notebook, duplicate, unsafe_path, infra_error (see docs/instructor-guide.md).
+exit status: 0 done, 1 some submissions hit infrastructure errors (rerun), 2 usage error.
+"""
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from tapelab.grading import CourseError, InputError, Options, grade
+    from tapelab.grading.report import summary_table
+
+    if args.jobs < 1 or args.timeout < 1:
+        print("tapelab grade: --jobs and --timeout must be at least 1", file=sys.stderr)
+        return 2
+    if not args.path.exists():
+        print(f"tapelab grade: {args.path} does not exist: pass the folder of submissions or the "
+              "LMS zip (see `tapelab grade --help` for the accepted names)", file=sys.stderr)
+        return 2
+    options = Options(source=args.path, course=args.course, jobs=args.jobs, timeout=args.timeout,
+                      force=args.force, report=args.report, progress_stream=sys.stderr)
+    try:
+        report = grade(options)
+    except (InputError, CourseError) as error:
+        print(f"tapelab grade: {error}", file=sys.stderr)
+        return 2
+    print(summary_table(report))
+    return 1 if report["counts"].get("infra_error") else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tapelab", description="Instructor tools for the tapelab course.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -29,6 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("names", nargs="*", help="notebooks to release, e.g. 01_basic_tape (default: all)")
     release.add_argument("--out", type=Path, default=NOTEBOOKS, help="folder for student notebooks")
     release.set_defaults(run=_release)
+    grade = commands.add_parser(
+        "grade", help="autograde student submissions (nbgrader gradebook, feedback, grades.csv)",
+        description="Autograde submissions in a sandbox, in parallel, resumably.",
+        epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    grade.add_argument("path", type=Path, metavar="PATH", help="folder of submissions or an LMS zip")
+    grade.add_argument("--course", type=Path, default=GRADER / "course",
+                       help="nbgrader course folder; set up from solutions/ when missing or empty "
+                            "(default: grader/course)")
+    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                       help="notebooks executed at once (default: number of CPUs)")
+    grade.add_argument("--timeout", type=int, default=600, metavar="SECONDS",
+                       help="time limit per notebook; each cell also has nbgrader's Execute.timeout (default: 600)")
+    grade.add_argument("--force", action="store_true", help="regrade submissions that are already graded")
+    grade.add_argument("--report", type=Path, metavar="FILE",
+                       help="where to write the JSON report (default: COURSE/report.json)")
+    grade.set_defaults(run=_grade)
     return parser
 
 

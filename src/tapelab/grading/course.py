@@ -1,0 +1,112 @@
+"""The nbgrader course the grader works in: its config, gradebook URL, released notebooks.
+
+A missing or empty course folder is set up from solutions/ (`prepare_course`), so a new
+instructor needs only the submissions. The folder is made private (mode 0700): it holds the
+gradebook and the source notebooks with hidden tests.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from tapelab.paths import assignment_names
+
+__all__ = ["Course", "CourseError", "open_course"]
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class CourseError(ValueError):
+    """The course folder is not usable (not an nbgrader course, nothing released)."""
+
+
+@dataclass
+class Course:
+    """An nbgrader course folder, loaded once by the coordinator."""
+
+    root: Path
+    config: Config
+    db_url: str
+    known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
+
+    def path(self, kind: str, student: str, assignment: str, notebook: str, ext: str = ".ipynb") -> Path:
+        """submitted/, autograded/ or feedback/ path of one notebook, in nbgrader's layout."""
+        return self.root / kind / student / assignment / f"{notebook}{ext}"
+
+    def release_notebook(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
+        """The student version as released: the reference for tamper checks and restored cells."""
+        return nbformat.read(self.root / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+
+    def trusted_imports(self, assignment: str, notebook: str) -> list[str]:
+        """The `tapelab` import statements of the instructor's notebook, re-run before each test."""
+        nb = nbformat.read(self.root / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+        lines: list[str] = []
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                module = node.module if isinstance(node, ast.ImportFrom) else None
+                names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+                if (module or "").startswith("tapelab") or any(n.startswith("tapelab") for n in names if not module):
+                    statement = ast.unparse(node)
+                    if statement not in lines:
+                        lines.append(statement)
+        return lines
+
+
+def _load_config(root: Path) -> Config:
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    return config
+
+
+def _db_url(config: Config, root: Path) -> str:
+    from nbgrader.coursedir import CourseDirectory
+
+    return CourseDirectory(config=config).db_url or f"sqlite:///{root / 'gradebook.db'}"
+
+
+def _released(db_url: str) -> dict[str, str]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        return {nb.name: a.name for a in gb.assignments for nb in a.notebooks}
+
+
+def open_course(root: Path, notebooks: list[str] | None = None) -> Course:
+    """Load the course in `root`, setting it up from solutions/ first when it is missing or empty."""
+    root = root.resolve()
+    if root.exists() and not root.is_dir():
+        raise CourseError(f"--course {root} is a file: pass a folder (an empty one is set up for you)")
+    if not root.exists() or not any(root.iterdir()):
+        from tapelab.release import ReleaseError, prepare_course
+
+        names = notebooks or assignment_names()
+        if not names:
+            raise CourseError("no solution notebooks to release in solutions/")
+        try:
+            prepare_course(root, names)
+        except ReleaseError as error:
+            raise CourseError(str(error)) from None
+    if not (root / CONFIG_FILE).is_file():
+        raise CourseError(
+            f"--course {root} is not an nbgrader course (no {CONFIG_FILE}): pass an empty or new "
+            "folder to have one set up, or the folder where you ran `nbgrader generate_assignment`")
+    os.chmod(root, 0o700)
+    config = _load_config(root)
+    db_url = _db_url(config, root)
+    known = _released(db_url)
+    if not known:
+        raise CourseError(f"the gradebook of {root} has no released notebooks: run "
+                          "`nbgrader generate_assignment NAME` there, or start from an empty folder")
+    return Course(root, config, db_url, known)

@@ -1,0 +1,47 @@
+"""The named outcome of every input file: what it means and what the instructor should do."""
+from __future__ import annotations
+
+__all__ = ["STATUSES", "FINAL", "GRADED_STATUSES", "worst"]
+
+# status -> (meaning, what to do). Order is the order of the summary table.
+STATUSES: dict[str, tuple[str, str]] = {
+    "graded": ("executed and scored", "nothing"),
+    "tampered": (
+        "locked or graded cells were changed, deleted or duplicated; they were restored from the "
+        "gradebook and the notebook was graded", "review the flags in formgrader before releasing feedback"),
+    "timed_out": (
+        "a cell or the whole notebook ran past its time limit; cells not run score 0",
+        "look for an endless loop; regrade with a larger --timeout if the code is merely slow"),
+    "kernel_died": (
+        "the kernel exited (os._exit, a crash, the memory limit); cells not run score 0",
+        "read the last outputs in autograded/; regrade with --force if it was the machine's fault"),
+    "output_limit": (
+        "the notebook printed more than the output limit; the kernel was stopped, cells not run score 0",
+        "ask the student to remove the large prints"),
+    "invalid_notebook": ("not JSON, not a notebook, or not nbformat 4", "ask the student to resubmit"),
+    "unknown_notebook": (
+        "the file name does not name a notebook released in this course",
+        "rename it to <student>_<notebook>.ipynb or <student>/<notebook>.ipynb, or release the notebook"),
+    "missing_notebook": (
+        "the student submitted other notebooks of this run but not this one; scored 0",
+        "nothing, unless the student says it was uploaded elsewhere"),
+    "duplicate": (
+        "a second file for the same student and notebook; the first in name order was graded",
+        "delete the stale copy and rerun"),
+    "unsafe_path": ("a zip entry with an absolute path or `..`; not extracted", "ask for a clean download"),
+    "infra_error": (
+        "the grader failed (the kernel did not start) after bounded retries; not scored",
+        "rerun `tapelab grade`: it regrades only these"),
+}
+
+# Outcomes that a rerun skips when the file is unchanged (infra_error is retried).
+FINAL = frozenset(s for s in STATUSES if s != "infra_error")
+# Outcomes whose score comes from the gradebook.
+GRADED_STATUSES = frozenset({"graded", "tampered", "timed_out", "kernel_died", "output_limit"})
+
+_SEVERITY = ["graded", "tampered", "timed_out", "kernel_died", "output_limit"]
+
+
+def worst(*statuses: str) -> str:
+    """The most severe of the execution outcomes (output_limit > kernel_died > timed_out > tampered)."""
+    return max(statuses, key=_SEVERITY.index)

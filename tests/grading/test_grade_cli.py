@@ -1,0 +1,139 @@
+"""`tapelab grade` usage, and the grading pieces that need no kernel: names, zips, scans, feedback."""
+import io
+import subprocess
+import sys
+import zipfile
+
+import nbformat
+import pytest
+
+from grade_fixtures import TINY_HIDDEN, tiny_solution
+from tapelab.grading import archive, guard, handback
+from tapelab.grading.inputs import InputError, discover, split_flat_name
+from tapelab.grading.progress import Progress
+from tapelab.release import nbgrader_env
+
+KNOWN = {"01_basic_tape": "01_basic_tape", "02_watching_tensors": "02_watching_tensors"}
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "tapelab.cli", "grade", *map(str, args)], env=nbgrader_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_help_documents_the_accepted_names():
+    out = _cli("--help").stdout
+    for words in ("submitted/<student>/<assignment>/<notebook>.ipynb", "<student>/<notebook>.ipynb",
+                  "<student>_<notebook>.ipynb", "jo_ann", "--jobs", "--timeout", "--force", "--report"):
+        assert words in out, words
+
+
+@pytest.mark.parametrize("make,args,words", [
+    (lambda tmp: None, ["{tmp}/nowhere"], ["nowhere", "does not exist", "folder of submissions or the LMS zip"]),
+    (lambda tmp: (tmp / "in").mkdir(), ["{tmp}/in", "--jobs", "0"], ["--jobs", "at least 1"]),
+    (lambda tmp: ((tmp / "in").mkdir(), (tmp / "c").write_text("x")), ["{tmp}/in", "--course", "{tmp}/c"],
+     ["is a file", "pass a folder"]),
+    (lambda tmp: ((tmp / "in").mkdir(), (tmp / "c").mkdir(), (tmp / "c" / "notes.txt").write_text("x")),
+     ["{tmp}/in", "--course", "{tmp}/c"], ["not an nbgrader course", "empty"]),
+])
+def test_bad_usage_exits_2_naming_input_and_fix(tmp_path, make, args, words):
+    make(tmp_path)
+    result = _cli(*[a.format(tmp=tmp_path) for a in args])
+    assert result.returncode == 2, result
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def test_missing_path_argument_is_a_usage_error():
+    result = _cli()
+    assert result.returncode == 2 and "PATH" in result.stderr
+
+
+@pytest.mark.parametrize("stem,expected", [
+    ("alice_01_basic_tape", ("alice", "01_basic_tape")),
+    ("jo_ann_01_basic_tape", ("jo_ann", "01_basic_tape")),
+    ("st_02_x_02_watching_tensors", ("st_02_x", "02_watching_tensors")),
+    ("alice_123_456_01_basic_tape", ("alice_123_456", "01_basic_tape")),
+    ("alice_03_unknown", None), ("01_basic_tape", None),
+])
+def test_flat_names(stem, expected):
+    assert split_flat_name(stem, KNOWN) == expected
+
+
+def test_discover_layouts(tmp_path):
+    for rel in ("submitted/a/01_basic_tape/01_basic_tape.ipynb", "b/01_basic_tape.ipynb", "c_01_basic_tape.ipynb",
+                "d/02_watching_tensors/01_basic_tape.ipynb", "01_basic_tape.ipynb", "notes.txt",
+                ".ipynb_checkpoints/x_01_basic_tape.ipynb", "__MACOSX/y_01_basic_tape.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    found = {c.source: c for c in discover(tmp_path, KNOWN, tmp_path / "x")}
+    assert set(found) == {"submitted/a/01_basic_tape/01_basic_tape.ipynb", "b/01_basic_tape.ipynb",
+                          "c_01_basic_tape.ipynb", "d/02_watching_tensors/01_basic_tape.ipynb", "01_basic_tape.ipynb"}
+    assert [(found[s].student, found[s].status) for s in sorted(found)] == [
+        (None, "unknown_notebook"), ("b", None), ("c", None), ("d", "unknown_notebook"), ("a", None)]
+    assert "no student" in found["01_basic_tape.ipynb"].reason
+
+
+def test_zip_rejects_traversal_absolute_links_and_bombs(tmp_path):
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("ok/a_01_basic_tape.ipynb", "{}")
+        zf.writestr("../x_01_basic_tape.ipynb", "{}")
+        zf.writestr("/abs_01_basic_tape.ipynb", "{}")
+        link = zipfile.ZipInfo("link_01_basic_tape.ipynb")
+        link.external_attr = (0o120777 << 16)
+        zf.writestr(link, "/etc/passwd")
+    rejected = dict(archive.extract(path, tmp_path / "out"))
+    assert set(rejected) == {"../x_01_basic_tape.ipynb", "/abs_01_basic_tape.ipynb", "link_01_basic_tape.ipynb"}
+    assert [p.name for p in (tmp_path / "out").rglob("*.ipynb")] == ["a_01_basic_tape.ipynb"]
+    with pytest.raises(archive.ZipRejected, match="cap"):
+        archive.extract(path, tmp_path / "out2", max_bytes=3)
+    (tmp_path / "bad.zip").write_text("not a zip")
+    with pytest.raises(InputError, match="extract it yourself"):
+        discover(tmp_path / "bad.zip", KNOWN, tmp_path / "out3")
+
+
+@pytest.mark.parametrize("code,words", [
+    ("ex1_1.check = lambda *a: None", "assigns `ex1_1.check`"),
+    ("import tapelab.compare as c\nc.mismatch = None", "assigns `c.mismatch`"),
+    ("get_ipython().showtraceback = print", "showtraceback"),
+    ("get_ipython().set_custom_exc((Exception,), f)", "set_custom_exc()"),
+    ("get_ipython().input_transformers_post.append(f)", "input_transformers_post"),
+    ("import sys\nsys.modules['tapelab'] = None", "sys.modules"),
+    ("import builtins\nbuiltins.isinstance = f", "builtins"),
+    ("import os\nos._exit(0)", "os._exit()"),
+    ("import ctypes", "ctypes"),
+    ("class A:\n    def __eq__(self, o):\n        return True", "__eq__"),
+    ("%timeit f()\nexec('x')", "exec()"),
+])
+def test_scan_flags_machinery(code, words):
+    flags = " ".join(guard.scan([("c1", code)]))
+    assert words in flags, flags
+
+
+def test_scan_leaves_honest_answers_alone():
+    honest = "def f(x):\n    with tf.GradientTape() as tape:\n        y = x * x\n    return tape.gradient(y, x)\n"
+    assert guard.scan([("c1", honest), ("c2", "def broken(:")]) == []
+
+
+def test_strip_hidden_removes_regions_and_quoting_outputs():
+    nb = tiny_solution()
+    test = nb.cells[-1]
+    test.outputs = [nbformat.from_dict({"output_type": "error", "ename": "AssertionError", "evalue": "x",
+                                        "traceback": ["\x1b[0;32m----> 4\x1b[0m " + TINY_HIDDEN, "AssertionError"]})]
+    handback.strip_hidden(nb)
+    assert "HIDDEN" not in test.source and TINY_HIDDEN not in test.source and "answer() == 42" in test.source
+    assert TINY_HIDDEN not in "".join(test.outputs[0].traceback)
+
+
+def test_progress_bar_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    stream = Tty()
+    bar = Progress(4, stream)
+    bar.advance("alice")
+    assert "1/4" in stream.getvalue() and "ETA" in stream.getvalue() and "/min" in stream.getvalue()
+    plain = io.StringIO()
+    Progress(4, plain).advance("x")
+    assert plain.getvalue() == ""
