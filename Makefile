@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv release outputs lock clean
+.PHONY: lab test venv chromium release outputs lock bench mutants clean
 
 venv: $(VENV)/.installed
 
@@ -23,8 +23,14 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 lab: venv
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ip=127.0.0.1 notebooks/01_basic_tape.ipynb
 
-# Unit, checker, release and grading tests, plus strict nbval on every solution notebook.
-test: venv
+# Debian's Chromium for the browser tests (never `playwright install`); installed only when missing.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then echo "chromium present: /usr/bin/chromium"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else echo "Chromium is missing: run 'sudo make chromium' (apt-get install -y chromium)" >&2; exit 1; fi
+
+# Everything: unit, checker, release, grading, browser and Binder tests, plus strict nbval on solutions/.
+test: venv chromium
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests solutions
 
 # Student notebooks are generated from solutions/, never edited by hand.
@@ -34,6 +40,12 @@ release: venv
 # Re-execute the solution notebooks so their stored outputs (compared by nbval) are fresh.
 outputs: venv
 	$(BIN)/python tools/execute.py
+
+# Speed and memory budgets (not part of `make test`): notebooks against the TF-import floor, widget
+# updates, and `tapelab grade` against stock `nbgrader autograde`.
+bench: venv
+	$(BIN)/python bench/notebooks.py
+	$(BIN)/python bench/grading.py
 
 lock:
 	$(PYTHON) tools/lock.py
