@@ -47,6 +47,11 @@ bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
 
+# Every mutant of every reference answer, plus instant-check/nbgrader agreement on all of them
+# (`make test` runs a bounded sample of both).
+mutants: venv
+	$(BIN)/python tools/mutants.py
+
 lock:
 	$(PYTHON) tools/lock.py
 

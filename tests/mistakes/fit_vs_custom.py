@@ -120,6 +120,37 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     opt_a.apply(grads, first)
     return loss
 ''', "did not change"),
+        Mistake("model called without training=True", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    n = len(model.layers[0].trainable_variables)
+    opt_a.apply(grads[:n], variables[:n])
+    opt_b.apply(grads[n:], variables[n:])
+    return loss
+''', "Did you call `model(x, training=True)`"),
+        Mistake("variables split at a fixed index", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    opt_a.apply(grads[:2], variables[:2])
+    opt_b.apply(grads[2:], variables[2:])
+    return loss
+''', "split the variables at a fixed index"),
+        Mistake("nothing returned", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    n = len(model.layers[0].trainable_variables)
+    opt_a.apply(grads[:n], variables[:n])
+    opt_b.apply(grads[n:], variables[n:])
+''', "Did you forget `return loss`?"),
     ],
     "ex6_3_answer": [
         Mistake("per-tensor clip_by_norm", '''

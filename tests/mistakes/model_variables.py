@@ -86,6 +86,15 @@ def train_step(model, optimizer, loss_fn, x, y):
     optimizer.apply([-g for g in grads], model.trainable_variables)
     return loss
 ''', "uphill"),
+        Mistake("model called without training=True", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "`model(x, training=True)`"),
     ],
     "ex2_4_answer": [
         Mistake("never reset", '''

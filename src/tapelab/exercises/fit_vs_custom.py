@@ -248,61 +248,110 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     }
 
     @staticmethod
-    def _model(n_in: int, hidden: int, weights: list[np.ndarray]) -> keras.Model:
-        model = keras.Sequential([keras.Input((n_in,)), keras.layers.Dense(hidden, activation="tanh"),
-                                  keras.layers.Dense(1)])
-        model.set_weights(weights)
+    def _model(n_in: int, hidden: int, weights: list[np.ndarray], bias: bool = True, norm: bool = False) -> keras.Model:
+        middle = [keras.layers.BatchNormalization(center=False, scale=False)] if norm else []
+        model = keras.Sequential([keras.Input((n_in,)), keras.layers.Dense(hidden, activation="tanh", use_bias=bias),
+                                  *middle, keras.layers.Dense(1)])
+        stats = [np.zeros(hidden, np.float32), np.ones(hidden, np.float32)] if norm else []  # moving mean, variance
+        first = 2 if bias else 1
+        model.set_weights(weights[:first] + stats + weights[first:])
         return model
 
     def _pair(self, a: str, b: str):
         return self._OPTIMIZERS[a][0](), self._OPTIMIZERS[b][1]()
 
     def check_case(self, fn, case, facts):
-        n_in, hidden, rows, a, b, steps, seed = case
+        # (n_in, hidden, rows, a, b, steps, seed[, bias of the first layer, BatchNormalization between the layers])
+        n_in, hidden, rows, a, b, steps, seed, *options = case
+        bias, norm = (*options, *(True, False)[len(options):])
         rng = np.random.default_rng(seed)
         weights = [rng.normal(size=(n_in, hidden)) * 0.5, rng.normal(size=hidden) * 0.1,
                    rng.normal(size=(hidden, 1)) * 0.5, rng.normal(size=1) * 0.1]
+        if not bias:
+            del weights[1]
         weights = [w.astype(np.float32) for w in weights]
         x = tf.constant(rng.normal(size=(rows, n_in)), tf.float32)
         y = tf.constant(rng.normal(size=(rows, 1)), tf.float32)
-        model, reference = self._model(n_in, hidden, weights), self._model(n_in, hidden, weights)
+        model, reference = self._model(n_in, hidden, weights, bias, norm), self._model(n_in, hidden, weights, bias, norm)
         opt_a, opt_b = self._pair(a, b)
         ref_a, ref_b = self._pair(a, b)
-        shown = f"a Dense({hidden})+Dense(1) model, opt_a={type(opt_a).__name__}, opt_b={type(opt_b).__name__}, x of shape {tuple(x.shape)}"
+        first = f"Dense({hidden}{'' if bias else ', use_bias=False'})"
+        shown = (f"a {first}+{'BatchNormalization+' if norm else ''}Dense(1) model, opt_a={type(opt_a).__name__}, "
+                 f"opt_b={type(opt_b).__name__}, x of shape {tuple(x.shape)}")
+        returned, losses = [], []
         for _ in range(steps):
-            self.call(fn, model, opt_a, opt_b, x, y, shown=shown)
+            returned.append(self.call(fn, model, opt_a, opt_b, x, y, shown=shown).value)
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(tf.square(y - reference(x, training=True)))
-            grads = tape.gradient(loss, reference.trainable_variables)
-            ref_a.apply(grads[:2], reference.trainable_variables[:2])
-            ref_b.apply(grads[2:], reference.trainable_variables[2:])
-        names = ["first layer's kernel", "first layer's bias", "second layer's kernel", "second layer's bias"]
-        got = [w - w0 for w, w0 in zip(model.get_weights(), weights)]
-        want = [w - w0 for w, w0 in zip(reference.get_weights(), weights)]
-        wrong = [i for i in range(4) if not allclose(want[i], got[i], rtol=1e-3, atol=1e-6)]
-        if not wrong:
-            return
+            losses.append(float(loss))
+            variables = reference.trainable_variables
+            grads = tape.gradient(loss, variables)
+            n = len(reference.layers[0].trainable_variables)
+            ref_a.apply(grads[:n], variables[:n])
+            ref_b.apply(grads[n:], variables[n:])
         steps_text = f" after {steps} steps" if steps > 1 else ""
-        ratios = [_ratio(want[i], got[i]) for i in range(4)]
+        if norm:
+            moving = [w.numpy() for w in model.non_trainable_weights]
+            if all(np.array_equal(w, start) for w, start in zip(moving, (np.zeros(hidden), np.ones(hidden)))):
+                raise Incorrect(f"The model ({shown}) has a `BatchNormalization` layer, and its moving mean and "
+                                f"variance never changed{steps_text}: your step ran the model in inference mode, "
+                                "where it normalizes with the moving statistics instead of the batch's. Did you "
+                                "call `model(x, training=True)` inside the tape?")
+        names = [f"{'first' if i < len(reference.layers[0].trainable_variables) else 'second'} layer's "
+                 f"{v.name}" for i, v in enumerate(reference.trainable_variables)]
+        count = len(names)
+        got = [w.numpy() - w0 for w, w0 in zip(model.trainable_variables, weights)]
+        want = [w.numpy() - w0 for w, w0 in zip(reference.trainable_variables, weights)]
+        wrong = [i for i in range(count) if not allclose(want[i], got[i], rtol=1e-3, atol=1e-6)]
+        if not wrong:
+            self._check_returned(returned, losses, shown)
+            return
+        n = len(reference.layers[0].trainable_variables)
+        ratios = [_ratio(want[i], got[i]) for i in range(count)]
         lr_a, lr_b = (float(o.get_config()["learning_rate"]) for o in (opt_a, opt_b))
         if a == b == "sgd":
-            first_by_b = all(_near(ratios[i], lr_b / lr_a) for i in (0, 1))
-            second_by_a = all(_near(ratios[i], lr_a / lr_b) for i in (2, 3))
+            first_by_b = all(_near(ratios[i], lr_b / lr_a) for i in range(n))
+            second_by_a = all(_near(ratios[i], lr_a / lr_b) for i in range(n, count))
             if first_by_b and second_by_a:
                 raise Incorrect(f"The first layer moved {lr_b / lr_a:g} times and the second {lr_a / lr_b:g} times "
                                 "as far as they should: the optimizers are swapped. `opt_a` (learning rate "
                                 f"{lr_a:g}) must update the first layer and `opt_b` ({lr_b:g}) the second.")
-            if second_by_a and not any(i < 2 for i in wrong):
+            if second_by_a and not any(i < n for i in wrong):
                 raise Incorrect(f"The second layer moved {lr_a / lr_b:g} times as far as it should, as if `opt_a` "
                                 "updated it. Did you pass all the variables to `opt_a`? Only the first layer's "
                                 "belong to it; give the second layer's to `opt_b`.")
+            by_other = [i for i in wrong if _near(ratios[i], lr_a / lr_b if i >= n else lr_b / lr_a)]
+            if not bias and by_other == wrong:
+                raise Incorrect(f"In this model ({shown}) the first layer has {n} trainable variable(s), the second "
+                                f"{count - n}, and some variables moved by the other optimizer's learning rate. Did "
+                                "you split the variables at a fixed index, or count another layer's variables? Split at "
+                                "`n = len(model.layers[0].trainable_variables)`.")
         i = wrong[0]
         if not np.any(got[i]):
             raise Incorrect(f"The {names[i]} did not change{steps_text}, but should move by {fmt(want[i])}. "
                             "Did you apply gradients to every variable, each with its layer's optimizer?")
-        raise Incorrect(f"The {names[i]} moved by {fmt(got[i])}{steps_text}, but should move by {fmt(want[i])}. "
-                        "Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, and did "
-                        "each optimizer get its own layer's variables and gradients, in order?")
+        raise Incorrect(f"The {names[i]} moved by {fmt(got[i])}{steps_text}, but should move by {fmt(want[i])} "
+                        f"(on {shown}). Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, "
+                        "and did each optimizer get its own layer's variables and gradients, in order?")
+
+    def _check_returned(self, returned, losses, shown):
+        for step, (got, want) in enumerate(zip(returned, losses), start=1):
+            at = f" at step {step}" if len(losses) > 1 else ""
+            if got is None:
+                raise Incorrect("`two_optimizer_step` returned `None`, but should return the loss. Did you forget "
+                                "`return loss`?")
+            try:
+                value = np.asarray(to_numpy(got), np.float64)
+            except Exception:
+                value = None
+            if value is None or value.size != 1:
+                raise Incorrect(f"`two_optimizer_step` returned {fmt(got) if value is not None else type(got).__name__}"
+                                f"{at}, but should return the loss, one number ({want:.6g} here). Did you return "
+                                "the scalar `loss` from the tape?")
+            if not allclose(want, float(value.ravel()[0]), rtol=1e-4, atol=1e-6):
+                raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {float(value.ravel()[0]):.6g}"
+                                f"{at} where the loss (the mean squared error before the update, on {shown}) is "
+                                f"{want:.6g}. Return the `loss` you computed inside the tape, unchanged.")
 
 
 def _ratio(want: np.ndarray, got: np.ndarray) -> float:

@@ -243,6 +243,12 @@ def _train_case(spec):
         regularizer = "kernel" if spec == "worked-l2" else ""
         return (lambda: _dense_model(regularizer=regularizer), lambda: keras.optimizers.SGD(0.1),
                 "mse", x, y, 3, "the worked example" + (" with an L2 kernel regularizer" if regularizer else ""))
+    if spec[0] == "bn":  # BatchNormalization: training=True normalises with the batch's own statistics
+        _, seed, optimizer, steps = spec
+        build, x, y = _bn_case("mse", seed)
+        make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
+                    "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
+        return build, make_opt, "mse", x, y, steps, "a Dense-BatchNormalization-Dense model"
     seed, n_in, n_out, regularizer, optimizer, steps = spec
     rng = np.random.default_rng(seed)
     x = tf.constant(rng.normal(size=(6, n_in)), tf.float32)
@@ -253,13 +259,13 @@ def _train_case(spec):
             f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
 
 
-def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=1.0):
+def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=1.0, training=True):
     """Final variables and the loss of each step, for the correct step or a named variant."""
     model, optimizer, loss_fn = build(), make_opt(), _LOSSES[loss]()
     losses = []
     for _ in range(steps):
         with tf.GradientTape() as tape:
-            preds = model(x, training=True)
+            preds = model(x, training=training)
             value = loss_fn(y, preds)
             if layer_losses:
                 value = value + sum(model.losses)
@@ -347,6 +353,11 @@ def train_step(model, optimizer, loss_fn, x, y):
                  zip(_reference_loop(build, make_opt, loss, x, y, steps, layer_losses=False)[0], after)):
             cause = ("They are what you get without the layer losses: this model has a regularizer. "
                      "Did you add `sum(model.losses)` to the loss inside the tape?")
+        elif all(allclose(e, a, _RTOL, _ATOL) for e, a in
+                 zip(_reference_loop(build, make_opt, loss, x, y, steps, training=False)[0], after)):
+            cause = ("They are what the model gives in inference mode: its `BatchNormalization` layer then "
+                     "uses its moving statistics instead of the batch's own. Did you call "
+                     "`model(x, training=True)` inside the tape?")
         elif all(allclose(e, a, _RTOL, _ATOL) for e, a in
                  zip(_reference_loop(build, make_opt, loss, x, y, steps, sign=-1.0)[0], after)):
             cause = ("Your steps went uphill: the loss grew. Did you change the sign of the gradients? "

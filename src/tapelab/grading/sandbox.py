@@ -87,8 +87,9 @@ def protections(sandbox: Sandbox) -> dict[str, dict[str, object]]:
 
     return {
         "network": entry(iso, "own network namespace, no interfaces up", why["namespaces"] or "disabled"),
-        "filesystem": entry(iso, "mount namespace: course, solutions, submissions hidden; private /tmp",
-                            why["namespaces"] or "disabled"),
+        "filesystem": entry(iso, "mount namespace: course, solutions, submissions hidden; private "
+                            + (", ".join(_private_tmp_dirs(sandbox.scratch_root)) or "temp folders: none (the "
+                               "grader runs from one)"), why["namespaces"] or "disabled"),
         "processes": entry(iso, "PID namespace with private /proc", why["namespaces"] or "disabled"),
         "user": entry(iso, "unprivileged sandbox uid per kernel slot, no new privileges",
                       why["user"] or why["namespaces"] or "disabled"),
@@ -101,10 +102,18 @@ def protections(sandbox: Sandbox) -> dict[str, dict[str, object]]:
     }
 
 
+def _private_tmp_dirs(scratch_root: str) -> list[str]:
+    """The shared temp folders to replace by a private tmpfs: all but those holding what the
+    kernel needs (the scratch folder, the Python environment, the tapelab package)."""
+    needed = [scratch_root, sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
+              str(Path(__file__).resolve().parents[2])]
+    return [p for p in ("/tmp", "/dev/shm", "/var/tmp")
+            if os.path.isdir(p) and not any((n + "/").startswith(p + "/") for n in needed)]
+
+
 def _mount_script(hide: tuple[str, ...], limits: Limits, scratch_root: str) -> str:
     lines = ["set -e"]
-    covered = [p for p in ("/tmp", "/dev/shm", "/var/tmp")
-               if os.path.isdir(p) and not (scratch_root + "/").startswith(p + "/")]
+    covered = _private_tmp_dirs(scratch_root)
     for private in covered:
         lines.append(f"mount -t tmpfs -o size={limits.tmp_bytes},mode=1777 tmpfs {private}")
     for path in hide:

@@ -1,0 +1,1 @@
+"""Mutation testing of the exercise checkers: generated tape mistakes, graded as students are."""

@@ -1,0 +1,214 @@
+"""Grade an answer in-process as a student's notebook does, and read a notebook's exercises.
+
+A run executes the notebook's setup cell, the answer cell (with its source registered for
+`inspect`, see answers.define), then the exercise's locked test cell: the visible part, then the
+hidden part, with `tapelab.exercise._user_namespace` pointed at that namespace (as
+tests/exercises/test_checkers.py does). Like nbgrader, the test cell fails on any exception and
+on any output to stderr; an error in the answer cell itself is recorded but not graded.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import tempfile
+import threading
+import time
+import warnings
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+import tapelab.exercise
+from answers import define
+from course import grade_cell_of
+from tapelab.feedback import Feedback, NotAttempted
+from tapelab.paths import SOLUTIONS
+
+__all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade"]
+
+TIMEOUT = 120  # seconds, nbgrader's per-cell timeout in grader/nbgrader_config.py
+_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*$")
+_HIDDEN = "### BEGIN HIDDEN TESTS"
+
+
+class HarnessError(RuntimeError):
+    """A notebook the harness cannot judge: no setup cell, an answer without its test cell, ..."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a solution notebook, as the harness needs it."""
+
+    notebook: str
+    answer_id: str
+    test_id: str
+    reference: str  # the answer cell, solution markers removed (as answers.reference_answers)
+    region: frozenset[int]  # lines of `reference` inside the solution region: what students write
+    setup: str
+    visible: str
+    hidden: str
+
+
+def exercises(notebook: str, solutions: Path = SOLUTIONS) -> list[Exercise]:
+    """Every answer cell of `solutions/<notebook>.ipynb` with its test cell, in notebook order."""
+    nb = nbformat.read(solutions / f"{notebook}.ipynb", as_version=4)
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    setup = next((c.source for c in code_cells if c.get("id") == "setup"), None)
+    if setup is None:
+        raise HarnessError(f"{notebook}: no code cell with id `setup`.")
+    graded = {c.metadata["nbgrader"].get("grade_id"): c.source for c in code_cells if "nbgrader" in c.metadata}
+    found = []
+    for cell in code_cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        answer_id = meta.get("grade_id", "")
+        test_id = grade_cell_of(answer_id)
+        if test_id == answer_id or test_id not in graded:
+            raise HarnessError(f"{notebook}: answer cell `{answer_id}` has no test cell `{test_id}`.")
+        reference, region = _strip_markers(cell.source)
+        visible, marker, hidden = graded[test_id].partition(_HIDDEN)
+        found.append(Exercise(notebook, answer_id, test_id, reference, region, setup, visible, marker + hidden))
+    if not found:
+        raise HarnessError(f"{notebook}: no answer cells (nbgrader solution cells).")
+    return found
+
+
+def _strip_markers(source: str) -> tuple[str, frozenset[int]]:
+    kept, region, inside = [], set(), False
+    for line in source.splitlines(True):
+        marker = _MARKER.match(line.rstrip("\n"))
+        if marker:
+            inside = marker.group(1) == "BEGIN"
+            continue
+        kept.append(line)
+        if inside:
+            region.add(len(kept))
+    # A cell without markers is all solution (nbgrader replaces the whole cell).
+    return "".join(kept), frozenset(region or range(1, len(kept) + 1))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the test cell ended for one answer.
+
+    outcome: passed | incorrect | not_attempted (a tapelab Feedback) | raw_exception (anything
+    else escaped the test cell: the student would see a traceback) | stderr (the checks passed but
+    the cell wrote to stderr, which nbgrader scores zero) | timeout.
+    """
+
+    outcome: str
+    part: str  # visible | hidden: the part of the test cell that failed ("" if passed)
+    message: str
+    answer_error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def visible_message(self) -> str:
+        """What the visible test said, if it failed."""
+        return self.message if self.part == "visible" else ""
+
+
+class _Timeout(BaseException):
+    """Raised by SIGALRM; a BaseException so that the checker's `except Exception` cannot wrap it."""
+
+
+def grade(exercise: Exercise, code: str, label: str, timeout: float | None = TIMEOUT) -> Verdict:
+    """Run `code` as the answer of `exercise` and its whole test cell; return how the cell ended."""
+    started = time.perf_counter()
+    namespace: dict = {"__name__": "__main__"}
+    answer_error = ""
+    with redirect_stdout(io.StringIO()), _user_namespace(namespace), _deadline(timeout):
+        try:
+            exec(compile(exercise.setup, f"<setup {exercise.notebook}>", "exec"), namespace)
+            try:
+                define(code, f"{exercise.notebook}:{exercise.answer_id}:{label}", namespace)
+            except Exception as error:  # an error in the answer cell is not graded; the test cell is
+                answer_error = f"{type(error).__name__}: {error}"
+            for part, source in (("visible", exercise.visible), ("hidden", exercise.hidden)):
+                outcome, message = _run_test_part(source, exercise.test_id, namespace)
+                if outcome != "passed":
+                    return Verdict(outcome, part, message, answer_error, time.perf_counter() - started)
+        except _Timeout:
+            return Verdict("timeout", "", f"no result after {timeout} s", answer_error, time.perf_counter() - started)
+    return Verdict("passed", "", "", answer_error, time.perf_counter() - started)
+
+
+def _run_test_part(source: str, test_id: str, namespace: dict) -> tuple[str, str]:
+    if not source.strip():
+        return "passed", ""
+    with _stderr() as written, warnings.catch_warnings(record=True) as caught:
+        _kernel_warning_filters()
+        try:
+            exec(compile(source, f"<test {test_id}>", "exec"), namespace)
+        except NotAttempted as feedback:
+            return "not_attempted", str(feedback)
+        except Feedback as feedback:
+            return "incorrect", str(feedback)
+        except Exception as error:
+            return "raw_exception", f"{type(error).__name__}: {error}"
+    noise = written[0] + "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
+    return ("stderr", noise.strip()) if noise.strip() else ("passed", "")
+
+
+def _kernel_warning_filters() -> None:
+    """Python's default warning filters, as in a fresh kernel: a warning shown goes to stderr."""
+    warnings.simplefilter("default")
+    for category in (PendingDeprecationWarning, ImportWarning, ResourceWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
+@contextmanager
+def _user_namespace(namespace: dict):
+    saved = tapelab.exercise._user_namespace
+    tapelab.exercise._user_namespace = lambda: namespace
+    try:
+        yield
+    finally:
+        tapelab.exercise._user_namespace = saved
+
+
+@contextmanager
+def _stderr():
+    """Collect what is written to stderr, by Python and at the file-descriptor level (TF's C++ logs)."""
+    written = [""]
+    buffer = io.StringIO()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            with redirect_stderr(buffer):
+                yield written
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            written[0] = buffer.getvalue() + sink.read().decode(errors="replace")
+
+
+@contextmanager
+def _deadline(seconds: float | None):
+    """Raise _Timeout after `seconds` (main thread only; elsewhere no limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
