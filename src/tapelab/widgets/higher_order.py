@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.controls import function_controls
 from tapelab.widgets.render import agg_figure, png_bytes
 
 __all__ = ["HigherOrderExplorer", "HigherOrderModel", "HigherOrderState", "TapeMemoryModel", "TapeMemoryView"]
@@ -96,19 +97,9 @@ class HigherOrderExplorer:
         import ipywidgets as widgets  # here, so the model needs no widget stack
 
         self.model = HigherOrderModel()
-        names = self.model.names if functions is None else (
-            [functions] if isinstance(functions, str) else list(functions))
-        if not names:
-            raise ValueError(f"no functions given; choose from: {', '.join(self.model.names)}")
-        for name in names:
-            self.model.curves(name)  # validates the name and warms the cache before any redraw
+        self.dropdown, self.slider = function_controls(self.model.names, functions, x, self.model.domain,
+                                                       self.model.curves)
         lo, hi = self.model.domain
-        if not lo <= x <= hi:
-            raise ValueError(f"x = {x} is outside the plotted domain [{lo}, {hi}]")
-
-        self.dropdown = widgets.Dropdown(options=names, value=names[0], description="f(x)")
-        self.slider = widgets.FloatSlider(value=x, min=lo, max=hi, step=0.05, description="x",
-                                          readout_format=".2f")
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider]), self.readout, self.image])
