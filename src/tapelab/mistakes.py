@@ -17,6 +17,9 @@ _ERROR_CAUSES = (
      "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
     ("of type 'ndarray', not tf.Tensor",
      "A NumPy array cannot be watched. Convert it first with `tf.constant(...)`."),
+    ("object has no attribute '_id'",
+     "A NumPy array reached the tape where a tensor was expected. Did you call `.numpy()` or a NumPy "
+     "function inside the `with` block? The tape only sees TensorFlow operations: use `tf.` functions there."),
     # Keras 3 training steps
     ("_unique_id",
      "The optimizer got a tensor where it expected a variable. Did you swap the pairs? "
