@@ -151,6 +151,7 @@ _WIDGETS_RENDERED = """([index, count]) => {
 }"""
 
 _CHANGED = """([output, before]) => JSON.stringify((%s)(output)) !== before""" % _DRAWN
+_PICTURE_CHANGED = """([output, before]) => (%s)(output)[0] !== before""" % _DRAWN
 _DISABLED = "el => !!(el.disabled || el.closest('[disabled]'))"
 
 # Controls a student can move, in the order they are tried: a menu first (it may enable a slider),
@@ -242,8 +243,11 @@ class LabPage:
                     if kind not in BUTTONS:
                         problems.append(f"did not redraw within {timeout_ms / 1000:.0f} s after its {kind} moved")
                     continue
-                self.page.wait_for_timeout(200)  # the picture may follow the readout
-                picture_changed = picture_changed or self.drawn(output)[0] != before[0]
+                # The picture may follow the readout: wait for it (bounded) until it has changed once.
+                if has_picture and not picture_changed:
+                    picture_changed = self._picture_changes(handle, before[0])
+                else:
+                    self.page.wait_for_timeout(200)
                 moved.append(kind)
                 if kind in BUTTONS:
                     break
@@ -254,6 +258,14 @@ class LabPage:
         if has_picture and moved and not picture_changed:
             problems.append(f"its picture did not change when its {', '.join(moved)} moved")
         return moved, problems
+
+    def _picture_changes(self, handle: Any, before: str, timeout_ms: float = 5_000) -> bool:
+        """Whether the widget's picture differs from `before` within `timeout_ms`."""
+        try:
+            self.page.wait_for_function(_PICTURE_CHANGED, arg=[handle, before], timeout=timeout_ms, polling=100)
+        except PlaywrightTimeout:
+            return False
+        return True
 
     @contextlib.contextmanager
     def screenshot_after(self, target: Path) -> Iterator[None]:
