@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv chromium release outputs lock bench mutants clean
+.PHONY: lab test venv chromium postgres release outputs lock bench mutants clean
 
 venv: $(VENV)/.installed
 
@@ -29,8 +29,16 @@ chromium:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	else echo "Chromium is missing: run 'sudo make chromium' (apt-get install -y chromium)" >&2; exit 1; fi
 
-# Everything: unit, checker, release, grading, browser and Binder tests, plus strict nbval on solutions/.
-test: venv chromium
+# Debian's PostgreSQL server for the shared-gradebook tests (the tests start and stop their own
+# server on 127.0.0.1); installed only when missing.
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then echo "postgresql present"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	else echo "PostgreSQL is missing: run 'sudo make postgres' (apt-get install -y postgresql)" >&2; exit 1; fi
+
+# Everything: unit, checker, release, grading (local, Dask, PostgreSQL), browser and Binder tests,
+# plus strict nbval on solutions/.
+test: venv chromium postgres
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests solutions
 
 # Student notebooks are generated from solutions/, never edited by hand.

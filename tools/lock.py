@@ -1,7 +1,7 @@
 """Rebuild requirements.lock from the top-level pins in pyproject.toml.
 
 The lock has two sections: the course (what Binder installs; binder/requirements.txt is
-a copy of it) and the dev tools. Each is the `pip freeze` of a fresh virtual environment.
+a copy of it) and the rest: the multi-machine grader (Dask, PostgreSQL driver) and the dev tools. Each is the `pip freeze` of a fresh virtual environment.
 """
 import re
 import subprocess
@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV_MARKER = "# --- dev: maintainers' and CI's tools (not installed on Binder) ---"
+DEV_MARKER = "# --- dev: the multi-machine grader's, maintainers' and CI's tools (not installed on Binder) ---"
 HEADER = """\
 # tapelab's one pinned lock: make, CI, Binder and environment.yml all install from it.
 # Course section: what a student's JupyterLab needs (binder/requirements.txt is a copy of it).
@@ -35,7 +35,8 @@ def _freeze(requirements: list[str]) -> dict[str, str]:
 def main() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     course = _freeze(project["dependencies"])
-    full = _freeze(project["dependencies"] + project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    full = _freeze(project["dependencies"] + extras["cluster"] + extras["dev"])
     drift = {k: (course[k], full[k]) for k in course if course[k] != full.get(k)}
     if drift:
         sys.exit(f"dev tools change course pins, adjust pyproject.toml: {drift}")

@@ -30,10 +30,17 @@ def nbgrader_env() -> dict[str, str]:
     return env
 
 
-def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS) -> None:
-    """Lay out an nbgrader course in `course`: config, source/<name>/<name>.ipynb, gradebook."""
+def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, db_url: str | None = None) -> None:
+    """Lay out an nbgrader course in `course`: config, source/<name>/<name>.ipynb, gradebook.
+
+    `db_url` (any SQLAlchemy URL) is written into the course's config, so that every nbgrader
+    command run there uses that gradebook; by default it is gradebook.db in the folder.
+    """
     course.mkdir(parents=True, exist_ok=True)
-    shutil.copy(GRADER / "nbgrader_config.py", course / "nbgrader_config.py")
+    config = (GRADER / "nbgrader_config.py").read_text()
+    if db_url:
+        config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
+    (course / "nbgrader_config.py").write_text(config)
     for name in names:
         source = solutions / f"{name}.ipynb"
         if not source.is_file():

@@ -1,13 +1,15 @@
 """Grading student submissions with nbgrader underneath: `tapelab grade` (see `grade`).
 
 Modules, one concept each: inputs (find submissions), archive (safe zip), course (the nbgrader
-course), sanitize (pre-execution, gradebook reads), worker/executor/sandbox/guard (execution of
-untrusted code), finalize (gradebook writes), handback (feedback HTML), records (state, log),
-report (report.json, grades.csv, summary), progress, run (the coordinator).
+course), gradebook (its URL and first use), sanitize (pre-execution, gradebook reads),
+worker/executor/sandbox/guard (execution of untrusted code), pools (local processes) and cluster
+(Dask workers, only with --scheduler), finalize (gradebook writes), handback (feedback HTML),
+records (state, log), report (report.json, grades.csv, summary), progress, run (the coordinator).
 """
 from tapelab.grading.course import CourseError
+from tapelab.grading.gradebook import GradebookError
 from tapelab.grading.inputs import InputError
 from tapelab.grading.run import Options, grade
 from tapelab.grading.statuses import STATUSES
 
-__all__ = ["CourseError", "InputError", "Options", "STATUSES", "grade"]
+__all__ = ["CourseError", "GradebookError", "InputError", "Options", "STATUSES", "grade"]

@@ -2,11 +2,13 @@
 
 A missing or empty course folder is set up from solutions/ (`prepare_course`), so a new
 instructor needs only the submissions. The folder is made private (mode 0700): it holds the
-gradebook and the source notebooks with hidden tests.
+gradebook and the source notebooks with hidden tests. One `tapelab grade` at a time works in a
+course folder (a lock file); graders who work at once use a folder each and a shared gradebook.
 """
 from __future__ import annotations
 
 import ast
+import fcntl
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +17,13 @@ import nbformat
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from tapelab.grading.gradebook import GradebookError, check_url, first_use, redact, setup_lock
 from tapelab.paths import assignment_names
 
 __all__ = ["Course", "CourseError", "open_course"]
 
 CONFIG_FILE = "nbgrader_config.py"
+LOCK_FILE = ".tapelab-grade.lock"
 
 
 class CourseError(ValueError):
@@ -34,6 +38,13 @@ class Course:
     config: Config
     db_url: str
     known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
+    lock: object = None  # the open lock file, held while this process grades here
+
+    def close(self) -> None:
+        """Let another `tapelab grade` work in this folder."""
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
 
     def path(self, kind: str, student: str, assignment: str, notebook: str, ext: str = ".ipynb") -> Path:
         """submitted/, autograded/ or feedback/ path of one notebook, in nbgrader's layout."""
@@ -76,26 +87,49 @@ def _db_url(config: Config, root: Path) -> str:
     return CourseDirectory(config=config).db_url or f"sqlite:///{root / 'gradebook.db'}"
 
 
-def _released(db_url: str) -> dict[str, str]:
-    from nbgrader.api import Gradebook
+def _lock(root: Path):
+    handle = open(root / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise CourseError(f"another `tapelab grade` is running in {root}: wait for it to finish, or let each "
+                          "grader use a course folder of their own with one shared gradebook (--db)") from None
+    return handle
 
-    with Gradebook(db_url) as gb:
-        return {nb.name: a.name for a in gb.assignments for nb in a.notebooks}
 
+def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | None = None) -> Course:
+    """Load the course in `root`, setting it up from solutions/ first when it is missing or empty.
 
-def open_course(root: Path, notebooks: list[str] | None = None) -> Course:
-    """Load the course in `root`, setting it up from solutions/ first when it is missing or empty."""
+    `db_url` (`--db`) names the gradebook of a new course folder and is written into its config;
+    an existing course keeps the gradebook its config names.
+    """
     root = root.resolve()
     if root.exists() and not root.is_dir():
         raise CourseError(f"--course {root} is a file: pass a folder (an empty one is set up for you)")
-    if not root.exists() or not any(root.iterdir()):
+    root.mkdir(parents=True, exist_ok=True)
+    lock = _lock(root)
+    try:
+        course = _open_locked(root, notebooks, db_url)
+    except (GradebookError, CourseError):
+        lock.close()
+        raise
+    course.lock = lock
+    return course
+
+
+def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) -> Course:
+    if db_url:
+        check_url(db_url)
+    if not any(p.name != LOCK_FILE for p in root.iterdir()):
         from tapelab.release import ReleaseError, prepare_course
 
         names = notebooks or assignment_names()
         if not names:
             raise CourseError("no solution notebooks to release in solutions/")
         try:
-            prepare_course(root, names)
+            with setup_lock(db_url or f"sqlite:///{root / 'gradebook.db'}"):
+                prepare_course(root, names, db_url=db_url)
         except ReleaseError as error:
             raise CourseError(str(error)) from None
     if not (root / CONFIG_FILE).is_file():
@@ -104,9 +138,13 @@ def open_course(root: Path, notebooks: list[str] | None = None) -> Course:
             "folder to have one set up, or the folder where you ran `nbgrader generate_assignment`")
     os.chmod(root, 0o700)
     config = _load_config(root)
-    db_url = _db_url(config, root)
-    known = _released(db_url)
+    configured = _db_url(config, root)
+    if db_url and db_url != configured:
+        raise CourseError(f"--db {redact(db_url)} is not the gradebook of {root}, which is {redact(configured)}: "
+                          f"drop --db, set c.CourseDirectory.db_url in {root / CONFIG_FILE}, or pass an empty "
+                          "--course folder to set up a new course on that gradebook")
+    known = first_use(configured)
     if not known:
-        raise CourseError(f"the gradebook of {root} has no released notebooks: run "
+        raise CourseError(f"the gradebook {redact(configured)} of {root} has no released notebooks: run "
                           "`nbgrader generate_assignment NAME` there, or start from an empty folder")
-    return Course(root, config, db_url, known)
+    return Course(root, config, configured, known)

@@ -12,7 +12,7 @@ from tapelab.grading.statuses import STATUSES
 
 __all__ = ["ENTRY_FIELDS", "build_report", "write_grades_csv", "summary_table"]
 
-ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags")
+ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags", "worker")
 CSV_FIELDS = ("student", "assignment", "notebook", "score", "max_score")
 
 

@@ -1,18 +1,15 @@
 """The coordinator of `tapelab grade`: inputs -> sanitize -> workers execute -> gradebook -> outputs.
 
-Only this process writes the gradebook, the course folder and the records; workers get a
-notebook as JSON plus settings and return the executed notebook plus facts.
+Only this process writes the gradebook, the course folder and the records; workers (a local
+process pool, or a Dask cluster with `scheduler`) get a notebook as JSON plus settings and return
+the executed notebook plus facts.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
-import sys
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,12 +17,14 @@ import nbformat
 
 from tapelab.grading import finalize, guard, handback, report as reports, sanitize
 from tapelab.grading.course import Course, open_course
+from tapelab.grading.gradebook import redact
 from tapelab.grading.inputs import Candidate, discover
+from tapelab.grading.pools import LocalPool
 from tapelab.grading.progress import Progress
 from tapelab.grading.records import LOG_FILE, STATE_FILE, JsonLog, State, content_hash
-from tapelab.grading.sandbox import Sandbox, probe, protections
+from tapelab.grading.sandbox import Sandbox, protections
 from tapelab.grading.statuses import FINAL, worst
-from tapelab.grading.worker import Settings, execute, kernel_sys_path
+from tapelab.grading.worker import Settings
 from tapelab.paths import GRADER, REPO, SOLUTIONS
 
 __all__ = ["Options", "grade"]
@@ -47,10 +46,19 @@ class Options:
     notebooks: list[str] | None = None  # to release when the course folder is new
     progress_stream: object = None
     guard: bool = True
+    scheduler: str | None = None  # tcp://HOST:PORT of a Dask scheduler; None: the local pool
+    db_url: str | None = None  # the gradebook of a new course folder (default: its gradebook.db)
 
 
-def _sandbox(options: Options, course: Course) -> Sandbox:
-    available = probe()
+def _pool(options: Options):
+    if options.scheduler:
+        from tapelab.grading.cluster import DaskPool
+
+        return DaskPool(options.scheduler)
+    return LocalPool(options.jobs)
+
+
+def _sandbox(options: Options, course: Course, available: dict[str, str]) -> Sandbox:
     isolate = not available["namespaces"] and not available["user"]
     if options.isolate is not None:
         isolate = isolate and options.isolate
@@ -79,24 +87,26 @@ class Coordinator:
     def __init__(self, options: Options):
         self.options = options
         self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        self.course = open_course(options.course, options.notebooks)
-        self.sandbox = _sandbox(options, self.course)
-        self.protections = protections(self.sandbox)
+        self.course = open_course(options.course, options.notebooks, options.db_url)
+        try:
+            self.pool = _pool(options)
+        except BaseException:
+            self.course.close()
+            raise
+        self.sandbox = _sandbox(options, self.course, self.pool.available)
+        self.protections = protections(self.sandbox, self.pool.available)
         self.state = State(self.course.root / STATE_FILE)
         self.log = JsonLog(self.course.root / LOG_FILE, self.run_id)
         self.cell_timeout = _cell_timeout(self.course, options.timeout)
         self.settings_key = f"{options.timeout}/{self.cell_timeout}/{options.output_limit}/{options.guard}"
-        self.sys_path = kernel_sys_path()
         self.entries: list[dict] = []
         self.seconds: list[float] = []
         self.skipped = 0
 
     # -- before execution ---------------------------------------------------------------------------
     def _settings(self, assignment: str, notebook: str) -> Settings:
-        restore = None
-        if self.options.guard:
-            restore = guard.restore_code(self.course.trusted_imports(assignment, notebook), self.sys_path)
-        return Settings(self.cell_timeout, self.options.timeout, self.options.output_limit, self.sandbox, restore)
+        imports = tuple(self.course.trusted_imports(assignment, notebook)) if self.options.guard else None
+        return Settings(self.cell_timeout, self.options.timeout, self.options.output_limit, self.sandbox, imports)
 
     def _prepare(self, cand: Candidate):
         """An entry (done without execution) or a task (key, digest, prepared, scan flags)."""
@@ -137,8 +147,8 @@ class Coordinator:
         facts = result["facts"]
         flags = flags + facts.get("flags", [])
         if result["nb"] is None:
-            entry = _entry(cand, "infra_error", f"kernel did not start: {facts.get('infra_error')}", flags,
-                           hash=digest, regraded=True)
+            entry = _entry(cand, "infra_error", f"not executed: {facts.get('infra_error')}", flags,
+                           hash=digest, regraded=True, worker=result.get("worker"))
             self._complete(key, entry)
             return entry
         status, reason = ("tampered" if prepared.tampered else "graded"), "; ".join(prepared.flags)
@@ -156,7 +166,8 @@ class Coordinator:
         score, max_score = finalize.scores(self.course, cand.student, cand.assignment, cand.notebook)
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)
-        entry = _entry(cand, status, reason, flags, score, max_score, hash=digest, seconds=seconds, regraded=True)
+        entry = _entry(cand, status, reason, flags, score, max_score, hash=digest, seconds=seconds, regraded=True,
+                       worker=result.get("worker"))
         self._complete(key, entry)
         return entry
 
@@ -171,9 +182,17 @@ class Coordinator:
 
     # -- the run --------------------------------------------------------------------------------------
     def run(self) -> dict:
+        try:
+            return self._run()
+        finally:
+            self.log.close()
+            self.course.close()
+
+    def _run(self) -> dict:
         start = time.monotonic()
-        self.log.write("start", source=str(self.options.source), jobs=self.options.jobs,
-                       timeout=self.options.timeout, force=self.options.force, protections=self.protections)
+        self.log.write("start", source=str(self.options.source), timeout=self.options.timeout,
+                       force=self.options.force, protections=self.protections, execution=self.pool.description,
+                       gradebook=redact(self.course.db_url))
         incoming = self.course.root / f".incoming-{self.run_id}"
         try:
             candidates = discover(self.options.source.resolve(), self.course.known, incoming)
@@ -181,65 +200,51 @@ class Coordinator:
             self._execute_all(candidates, progress)
             progress.close()
         finally:
+            self.pool.close()
             shutil.rmtree(incoming, ignore_errors=True)
         self._add_missing(candidates)
         report = reports.build_report(self.run_id, self.protections, self.entries, self.seconds,
                                       self.skipped, time.monotonic() - start)
+        report["execution"] = self.pool.description
         reports.write_grades_csv(self.course.root / "grades.csv", self.entries)
         reports.write_report(self.options.report or self.course.root / "report.json", report)
         self.log.write("end", counts=report["counts"], timing=report["timing"])
-        self.log.close()
         return report
+
+    def _prepared(self, cand: Candidate):
+        try:
+            return self._prepare(cand)
+        except Exception as error:  # a bad file never stops the others
+            entry = _entry(cand, "invalid_notebook", f"could not be prepared: {type(error).__name__}: {error}")
+            self._complete(State.key(cand.student, cand.assignment, cand.notebook), entry)
+            return entry
+
+    def _finished(self, cand: Candidate, task, result: dict) -> dict:
+        try:
+            return self._finish(cand, task, result, time.monotonic())
+        except Exception as error:  # the gradebook or feedback failed: retried next run
+            entry = _entry(cand, "infra_error", f"saving failed: {type(error).__name__}: {error}",
+                           hash=task[1], regraded=True, worker=result.get("worker"))
+            self._complete(task[0], entry)
+            return entry
 
     def _execute_all(self, candidates: list[Candidate], progress: Progress) -> None:
         queue = list(candidates)
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["tapelab.grading.worker"])
-        pending: dict = {}
-        attempts: dict[int, int] = {}
-        pool = ProcessPoolExecutor(max_workers=max(1, self.options.jobs), mp_context=context)
-        try:
-            while queue or pending:
-                while queue and len(pending) < self.options.jobs + 1:
-                    cand = queue.pop(0)
-                    try:
-                        prepared = self._prepare(cand)
-                    except Exception as error:  # a bad file never stops the others
-                        prepared = _entry(cand, "invalid_notebook", f"could not be prepared: "
-                                                                    f"{type(error).__name__}: {error}")
-                        self._complete(State.key(cand.student, cand.assignment, cand.notebook), prepared)
-                    if isinstance(prepared, dict):
-                        self.entries.append(prepared)
-                        progress.advance(f"{cand.student} {cand.notebook}")
-                        continue
-                    settings = self._settings(cand.assignment, cand.notebook)
-                    future = pool.submit(execute, nbformat.writes(prepared[2].nb), settings)
-                    pending[future] = (cand, prepared, settings, time.monotonic())
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    cand, task, settings, submitted = pending.pop(future)
-                    try:
-                        result = future.result()
-                    except BrokenProcessPool:
-                        attempts[id(cand)] = attempts.get(id(cand), 0) + 1
-                        if attempts[id(cand)] > 2:
-                            result = {"nb": None, "facts": {"infra_error": "worker process died"}, "seconds": 0}
-                        else:
-                            pool.shutdown(wait=False, cancel_futures=True)
-                            pool = ProcessPoolExecutor(max_workers=max(1, self.options.jobs), mp_context=context)
-                            future = pool.submit(execute, nbformat.writes(task[2].nb), settings)
-                            pending[future] = (cand, task, settings, submitted)
-                            continue
-                    try:
-                        entry = self._finish(cand, task, result, time.monotonic())
-                    except Exception as error:  # the gradebook or feedback failed: retried next run
-                        entry = _entry(cand, "infra_error", f"saving failed: {type(error).__name__}: {error}",
-                                       hash=task[1], regraded=True)
-                        self._complete(task[0], entry)
-                    self.entries.append(entry)
+        while queue or len(self.pool):
+            while queue and len(self.pool) < self.pool.capacity:
+                cand = queue.pop(0)
+                prepared = self._prepared(cand)
+                if isinstance(prepared, dict):
+                    self.entries.append(prepared)
                     progress.advance(f"{cand.student} {cand.notebook}")
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+                    continue
+                settings = self._settings(cand.assignment, cand.notebook)
+                self.pool.submit((cand, prepared), nbformat.writes(prepared[2].nb), settings)
+            if not len(self.pool):
+                continue
+            for (cand, task), result in self.pool.finished():
+                self.entries.append(self._finished(cand, task, result))
+                progress.advance(f"{cand.student} {cand.notebook}")
 
     def _add_missing(self, candidates: list[Candidate]) -> None:
         """A student who submitted some notebooks of this run but not another that others submitted."""

@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "Sandbox", "probe", "protections", "Slot"]
+__all__ = ["Limits", "Sandbox", "probe", "protections", "Slot", "unavailable"]
 
 UID_BASE = 2_000_000_000  # far from real and container-mapped users
 UID_SLOTS = 64
@@ -76,9 +76,18 @@ def probe() -> dict[str, str]:
     return {k: missing.get(k, "") for k in ("namespaces", "user", "rlimits")}
 
 
-def protections(sandbox: Sandbox) -> dict[str, dict[str, object]]:
-    """The report's `protections`: each measure, whether it is on, and how (or why not)."""
+def unavailable(sandbox: Sandbox) -> list[str]:
+    """What `sandbox` asks for that this machine cannot do ("name: why"), empty when it can do all."""
     why = probe()
+    wanted = {"namespaces": sandbox.isolate, "user": sandbox.isolate, "rlimits": sandbox.rlimits}
+    return [f"{name}: {why[name]}" for name, on in wanted.items() if on and why[name]]
+
+
+def protections(sandbox: Sandbox, why: dict[str, str] | None = None) -> dict[str, dict[str, object]]:
+    """The report's `protections`: each measure, whether it is on, and how (or why not).
+
+    `why` is the probe of the machines that execute (default: this one)."""
+    why = why or probe()
     iso = sandbox.isolate
     lim = sandbox.limits
 
