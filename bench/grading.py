@@ -1,12 +1,15 @@
-"""Stock `nbgrader autograde` against `tapelab grade` on the same submissions, in one run.
+"""Stock `nbgrader autograde` against `tapelab grade`, locally and on Dask, on the same submissions.
 
-    python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N]
+    python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock]
 
 Students cycle through correct (the reference), partial (the first answer left as the stub) and
 blank. The stock side runs `nbgrader autograde NB --student S` once per submission, sequentially,
 as the nbgrader docs show; the tapelab side runs `tapelab grade` once on a flat folder of the
-same notebooks. Both courses start as copies of one prepared course. Prints the wall times, their
-ratio, and whether every graded cell scored the same in both gradebooks.
+same notebooks, once with its local pool (--jobs N) and once with `--scheduler` on a Dask cluster of
+N single-threaded worker processes on this machine (scheduler and workers started here, on
+127.0.0.1), which measures what distribution costs. Every course starts as a copy of one
+prepared course. Prints the wall times, their ratios, and whether every graded cell scored the
+same in all gradebooks.
 """
 from __future__ import annotations
 
@@ -23,9 +26,10 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "grading")]
 
 from answers import reference_answers  # noqa: E402
+from services import DaskCluster  # noqa: E402
 from tapelab.paths import assignment_names  # noqa: E402
 from tapelab.release import nbgrader_env, prepare_course  # noqa: E402
 
@@ -69,10 +73,10 @@ def run_stock(course: Path, students: list[str], notebooks: list[str]) -> float:
     return time.monotonic() - start
 
 
-def run_tapelab(course: Path, inbox: Path, jobs: int) -> tuple[float, str]:
+def run_tapelab(course: Path, inbox: Path, *args: str) -> tuple[float, str]:
     start = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "tapelab.cli", "grade", str(inbox), "--course", str(course),
-                             "--jobs", str(jobs)], env=nbgrader_env(), capture_output=True, text=True)
+                             *args], env=nbgrader_env(), capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"tapelab grade failed:\n{result.stderr[-2000:]}")
     return time.monotonic() - start, result.stdout
@@ -83,16 +87,18 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=12)
     parser.add_argument("--notebooks", nargs="*", default=None, help="default: every notebook in solutions/")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader (the slowest part)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
     args = parser.parse_args()
     notebooks = args.notebooks or assignment_names()
     students = [f"s{i:02d}_{KINDS[i % 3]}" for i in range(args.students)]
     root = Path(tempfile.mkdtemp(prefix="tapelab-bench-"))
     try:
-        stock, fast, inbox = root / "stock", root / "tapelab", root / "inbox"
+        stock, fast, dask, inbox = root / "stock", root / "tapelab", root / "dask", root / "inbox"
         print(f"preparing a course with {', '.join(notebooks)} ...", flush=True)
         prepare_course(stock, notebooks)
         shutil.copytree(stock, fast)
+        shutil.copytree(stock, dask)
         for notebook in notebooks:
             for student in students:
                 nb = student_notebook(stock, notebook, answers_for(student.split("_")[1], notebook))
@@ -103,17 +109,30 @@ def main() -> int:
                 nbformat.write(nb, inbox / f"{student}_{notebook}.ipynb")
         n = len(students) * len(notebooks)
         print(f"{n} submissions ({len(students)} students x {len(notebooks)} notebooks)", flush=True)
-        t_tapelab, summary = run_tapelab(fast, inbox, args.jobs)
+        t_tapelab, summary = run_tapelab(fast, inbox, "--jobs", str(args.jobs))
         print(f"tapelab grade --jobs {args.jobs}: {t_tapelab:7.1f} s  ({t_tapelab / n:.2f} s per notebook)", flush=True)
-        t_stock = run_stock(stock, students, notebooks)
-        print(f"nbgrader autograde, sequential:  {t_stock:7.1f} s  ({t_stock / n:.2f} s per notebook)", flush=True)
-        a, b = scores(stock, students, notebooks), scores(fast, students, notebooks)
-        different = sorted(k for k in a if a[k] != b.get(k))
+        cluster = DaskCluster(root / "dask-logs", workers=args.jobs)
+        try:
+            t_dask, _ = run_tapelab(dask, inbox, "--scheduler", cluster.address)
+        finally:
+            cluster.stop()
+        print(f"tapelab grade --scheduler ({args.jobs} local Dask workers): {t_dask:7.1f} s  "
+              f"({t_dask / n:.2f} s per notebook)", flush=True)
+        graded = {"tapelab": scores(fast, students, notebooks), "dask": scores(dask, students, notebooks)}
+        if not args.no_stock:
+            t_stock = run_stock(stock, students, notebooks)
+            print(f"nbgrader autograde, sequential:  {t_stock:7.1f} s  ({t_stock / n:.2f} s per notebook)", flush=True)
+            graded["stock"] = scores(stock, students, notebooks)
         print(summary)
-        print(f"speed-up: {t_stock / t_tapelab:.2f}x   identical scores: {'yes' if not different and a else 'NO'} "
-              f"({len(a)} graded cells compared)")
-        for key in different[:20]:
-            print(f"  differs: {key}: stock {a[key]} tapelab {b.get(key)}")
+        if not args.no_stock:
+            print(f"speed-up of tapelab grade over stock nbgrader: {t_stock / t_tapelab:.2f}x")
+        print(f"Dask path / local pool (cost of distribution on one machine): {t_dask / t_tapelab:.2f}x")
+        base = graded["tapelab"]
+        different = sorted((name, k) for name, other in graded.items() for k in base if other.get(k) != base[k])
+        print(f"identical scores: {'yes' if not different and base else 'NO'} ({len(base)} graded cells "
+              f"compared across {', '.join(graded)})")
+        for name, key in different[:20]:
+            print(f"  differs: {key}: tapelab {base[key]} {name} {graded[name].get(key)}")
         return 0 if not different else 1
     finally:
         if args.keep:

@@ -138,5 +138,11 @@ def cell_scores(course: Path, student: str, notebook: str = BASIC) -> dict[str, 
         return {g.name: g.score for g in sub.grades}
 
 
+def orphaned_sandboxes() -> list[str]:
+    """Sandbox wrappers whose grading process is gone (re-parented to init)."""
+    ps = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if line.split()[0] == "1" and "tapelab-sandbox" in line]
+
+
 def env_with(**extra: str) -> dict[str, str]:
     return {**os.environ, **extra}

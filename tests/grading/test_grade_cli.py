@@ -24,7 +24,8 @@ def _cli(*args):
 def test_help_documents_the_accepted_names():
     out = _cli("--help").stdout
     for words in ("submitted/<student>/<assignment>/<notebook>.ipynb", "<student>/<notebook>.ipynb",
-                  "<student>_<notebook>.ipynb", "jo_ann", "--jobs", "--timeout", "--force", "--report"):
+                  "<student>_<notebook>.ipynb", "jo_ann", "--jobs", "--timeout", "--force", "--report",
+                  "--scheduler", "--db", "dask worker"):
         assert words in out, words
 
 
@@ -42,6 +43,40 @@ def test_bad_usage_exits_2_naming_input_and_fix(tmp_path, make, args, words):
     assert result.returncode == 2, result
     for word in words:
         assert word in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--scheduler", "localhost:8786"], ["localhost:8786", "not a scheduler address", "tcp://HOST:PORT"]),
+    (["--scheduler", "tcp://127.0.0.1:1"], ["cannot reach the Dask scheduler at tcp://127.0.0.1:1", "dask scheduler"]),
+    (["--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"], ["--jobs", "--nthreads"]),
+    (["--db", "gradebook.db"], ["gradebook.db", "not a database URL", "postgresql+psycopg://"]),
+    (["--db", "mysql+pymysql://u:hunter2pw@127.0.0.1/x"], ["needs the Python driver `pymysql`"]),
+    (["--db", "postgresql+psycopg://u:hunter2pw@127.0.0.1:1/x"], ["cannot open the gradebook", "u:***@127.0.0.1:1/x",
+                                                                  "database server runs"]),
+])
+def test_scheduler_and_gradebook_errors_name_the_input_and_the_fix(tmp_path, args, words):
+    """A bad --scheduler or --db stops before any work, exit 2, naming it and the fix, never the password."""
+    (tmp_path / "in").mkdir()
+    result = _cli(tmp_path / "in", "--course", tmp_path / "course", *args)
+    assert result.returncode == 2, result
+    for word in words:
+        assert word in result.stderr, result.stderr
+    assert "hunter2pw" not in result.stderr + result.stdout
+    course = tmp_path / "course"  # untouched: never set up, at most the lock file of the refused run
+    assert not course.exists() or [p.name for p in course.iterdir()] == [".tapelab-grade.lock"]
+
+
+def test_one_run_at_a_time_in_a_course_folder(tmp_path):
+    """A second `tapelab grade` in a folder where one is running stops at once and says what to do."""
+    import fcntl
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "course").mkdir()
+    with open(tmp_path / "course" / ".tapelab-grade.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = _cli(tmp_path / "in", "--course", tmp_path / "course")
+    assert result.returncode == 2
+    assert "another `tapelab grade` is running" in result.stderr and "--db" in result.stderr
 
 
 def test_missing_path_argument_is_a_usage_error():

@@ -10,7 +10,8 @@ import zipfile
 import nbformat
 import pytest
 
-from grade_fixtures import TINY, by_student, fill, load_report, make_course, run_grade, tiny, write
+from grade_fixtures import (TINY, by_student, fill, load_report, make_course, orphaned_sandboxes, run_grade, tiny,
+                            write)
 from tapelab.release import nbgrader_env
 
 
@@ -51,12 +52,6 @@ def test_second_run_skips_changed_file_regraded_force_regrades_all(course, tmp_p
     assert forced["counts"]["executed"] == 2 and forced["counts"]["skipped_unchanged"] == 0
 
 
-def _orphaned_sandboxes() -> list[str]:
-    """Sandbox wrappers whose grading process is gone (re-parented to init)."""
-    ps = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if line.split()[0] == "1" and "tapelab-sandbox" in line]
-
-
 def test_killed_run_loses_nothing(course, tmp_path):
     """Kill the whole run after its first completion: the rerun keeps that result and adds no duplicates."""
     inbox = tmp_path / "inbox"
@@ -77,7 +72,7 @@ def test_killed_run_loses_nothing(course, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(1)
-    assert not _orphaned_sandboxes(), "a sandboxed kernel outlived its run"
+    assert not orphaned_sandboxes(), "a sandboxed kernel outlived its run"
     assert done, "no submission completed before the deadline"
     first = done[0]["student"]
     json.loads((course / "grading-state.json").read_text())  # never half-written

@@ -30,7 +30,7 @@ from tapelab.grading.worker import Settings, execute, infra_error
 
 __all__ = ["ClusterError", "DaskPool", "describe", "check"]
 
-CONNECT_SECONDS = 20
+CONNECT_SECONDS = 10
 WORKER_WAIT_SECONDS = 60  # at the start, and when every worker has left during the run
 _ADDRESS = re.compile(r"^(tcp|tls)://[^\s/]+:\d+$")
 

@@ -45,8 +45,8 @@ def check_url(url: str) -> None:
                              ) from None
     except ModuleNotFoundError as error:
         raise GradebookError(f"--db {redact(url)} needs the Python driver `{error.name}`, which is not installed: "
-                             "for PostgreSQL use postgresql+psycopg://... (psycopg 3, installed by `make venv`)"
-                             ) from None
+                             "install it, or for PostgreSQL use postgresql+psycopg://... (psycopg 3, installed "
+                             "by `make venv`)") from None
 
 
 @contextlib.contextmanager

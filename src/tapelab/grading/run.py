@@ -87,11 +87,11 @@ class Coordinator:
     def __init__(self, options: Options):
         self.options = options
         self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        self.course = open_course(options.course, options.notebooks, options.db_url)
+        self.pool = _pool(options)  # first: a bad --scheduler stops the run before the course is touched
         try:
-            self.pool = _pool(options)
+            self.course = open_course(options.course, options.notebooks, options.db_url)
         except BaseException:
-            self.course.close()
+            self.pool.close()
             raise
         self.sandbox = _sandbox(options, self.course, self.pool.available)
         self.protections = protections(self.sandbox, self.pool.available)
