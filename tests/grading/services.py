@@ -50,13 +50,17 @@ class DaskCluster:
         port = free_port()
         self.address = f"tcp://127.0.0.1:{port}"
         self.procs: dict[str, subprocess.Popen] = {}
-        self._start("scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--no-dashboard"])
-        self._wait_for(lambda: self._connectable(port), "scheduler")
-        for n in range(1, workers + 1):
-            self._start(f"w{n}", [str(BIN / "dask"), "worker", self.address, "--host", "127.0.0.1", "--nthreads",
-                                  "1", "--no-nanny", "--no-dashboard", "--name", f"w{n}", "--death-timeout", "60"])
-        self._wait_for(lambda: len(self.workers()) == workers, f"{workers} workers")
+        try:
+            self._start("scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                      "--no-dashboard"])
+            self._wait_for(lambda: self._connectable(port), "scheduler")
+            for n in range(1, workers + 1):
+                self._start(f"w{n}", [str(BIN / "dask"), "worker", self.address, "--host", "127.0.0.1", "--nthreads",
+                                      "1", "--no-nanny", "--no-dashboard", "--name", f"w{n}", "--death-timeout", "60"])
+            self._wait_for(lambda: len(self.workers()) == workers, f"{workers} workers")
+        except BaseException:
+            self.stop()
+            raise
 
     def _start(self, name: str, cmd: list[str]) -> None:
         log = open(self.logs / f"{name}.log", "w")
@@ -133,7 +137,11 @@ class PostgresServer:
             self._as_owner([str(self.bin / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(self.port),
                             "-k", str(sockets), "-c", "fsync=off", "-c", "max_connections=100"]),
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait("postgres", self._ready, 60, [(self.proc, root / "server.log")])
+        try:
+            _wait("postgres", self._ready, 60, [(self.proc, root / "server.log")])
+        except BaseException:
+            self.stop()
+            raise
 
     @staticmethod
     def _owner():

@@ -172,3 +172,13 @@ def test_progress_bar_only_on_a_terminal():
     plain = io.StringIO()
     Progress(4, plain).advance("x")
     assert plain.getvalue() == ""
+
+
+def test_local_grading_never_imports_dask():
+    """Without --scheduler, Dask is not needed: the CLI, the coordinator and the local pool never import it."""
+    code = ("import sys\nimport tapelab.cli, tapelab.grading.run\nfrom tapelab.grading.pools import LocalPool\n"
+            "LocalPool(1).close()\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    result = subprocess.run([sys.executable, "-c", code], env=nbgrader_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

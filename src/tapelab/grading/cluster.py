@@ -70,6 +70,8 @@ def describe() -> dict:
 
 def check(workers: dict[str, dict], here: dict) -> dict[str, str]:
     """Raise ClusterError unless every worker grades like `here`; return the workers' probe."""
+    if not workers:
+        raise ClusterError("the Dask workers left before the run could start: restart them (`dask worker ...`)")
     problems = []
     for address, info in sorted(workers.items()):
         name = f"worker {address} on {info['host']}"

@@ -59,7 +59,7 @@ def setup_lock(url: str):
     if parsed.get_backend_name() == "postgresql":
         engine = create_engine(url)
         try:
-            with engine.connect() as connection:
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
                 connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _ADVISORY_KEY})
                 try:
                     yield

@@ -30,7 +30,8 @@ STATUSES: dict[str, tuple[str, str]] = {
         "delete the stale copy and rerun"),
     "unsafe_path": ("a zip entry with an absolute path or `..`; not extracted", "ask for a clean download"),
     "infra_error": (
-        "the grader failed (the kernel did not start) after bounded retries; not scored",
+        "the grader failed, not the student: the kernel did not start after bounded retries, a "
+        "worker could not apply the run's protections or was lost, or saving failed; not scored",
         "rerun `tapelab grade`: it regrades only these"),
 }
 
