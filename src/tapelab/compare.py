@@ -5,11 +5,12 @@ None against a value, structure, shape, dtype kind, or the values themselves.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["mismatch", "to_numpy", "fmt", "allclose"]
+__all__ = ["mismatch", "to_numpy", "fmt", "allclose", "all_close"]
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -37,6 +38,12 @@ def allclose(expected: Any, actual: Any, rtol: float = 1e-4, atol: float = 1e-5)
     except (TypeError, ValueError):
         return False
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def all_close(expected: Sequence, actual: Sequence, rtol: float = 1e-4, atol: float = 1e-5) -> bool:
+    """Whether two lists agree pairwise: same length, each pair `allclose`, no None in `actual`."""
+    return len(expected) == len(actual) and all(
+        a is not None and allclose(e, a, rtol, atol) for e, a in zip(expected, actual))
 
 
 def _is_nest(value: Any) -> bool:

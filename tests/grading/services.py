@@ -91,10 +91,10 @@ class DaskCluster:
         proc.wait()
 
     def stop(self) -> None:
-        for proc in self.procs.values():
+        """Workers first (they say goodbye to the scheduler), then the scheduler; SIGKILL after 20 s."""
+        for proc in reversed(list(self.procs.values())):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:

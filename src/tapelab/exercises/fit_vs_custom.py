@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.compare import all_close, allclose, fmt, mismatch, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
 from tapelab.quiet import Quiet
@@ -132,7 +132,7 @@ class _FitMatch(Exercise):
                 raise Incorrect(f"The `{wname}` never changed during training{where}, but `fit` moves it to "
                                 f"{fmt(want)}. Did you compute and apply gradients for every variable in "
                                 "`self.trainable_variables`?")
-        if all(allclose(want, got, rtol=1e-4, atol=1e-4) for want, got in zip(expected_weights, got_weights)):
+        if all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
             self._compare_reported(case, facts, history, logs, expected, replay, where)
             return
         losses, want_losses = history["loss"], expected["loss"]
@@ -417,21 +417,17 @@ def clip_gradients(grads, max_norm):
             return (" Some values are NaN or Inf: with all-zero gradients the global norm is 0. Did you divide "
                     "by it without `tf.minimum(1.0, max_norm / global_norm)` (which is 1 there)?")
         per_tensor = [a * min(1.0, max_norm / np.linalg.norm(a)) if np.linalg.norm(a) else a for a in arrays]
-        if _all_close(per_tensor, got):
+        if all_close(per_tensor, got):
             return (" You clipped each tensor by its own norm (per tensor vs global): that is `clipnorm`. "
                     "Clip by the GLOBAL norm, the norm of all the gradients together, with one common scale.")
-        if norm and _all_close([a * max_norm / norm for a in arrays], got):
+        if norm and all_close([a * max_norm / norm for a in arrays], got):
             return (f" The global norm is {norm:.4g}, already at most max_norm={max_norm}, yet you scaled the "
                     "gradients up. Clip only when the norm exceeds `max_norm`: scale by "
                     "`min(1, max_norm / global_norm)`.")
         squared = norm * norm
-        if squared and _all_close([a * min(1.0, max_norm / squared) for a in arrays], got):
+        if squared and all_close([a * min(1.0, max_norm / squared) for a in arrays], got):
             return (" You divided by the sum of squares. Did you forget the square root in the global norm?")
         return " Did you compute one global norm over all the tensors and scale each by `min(1, max_norm / norm)`?"
-
-
-def _all_close(expected: list, got: list) -> bool:
-    return len(expected) == len(got) and all(allclose(e, g) for e, g in zip(expected, got))
 
 
 class FixKeras2Step(_FitMatch):

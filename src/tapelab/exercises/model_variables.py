@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.compare import all_close, allclose, fmt, mismatch, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
 from tapelab.mistakes import none_cause
@@ -92,8 +92,7 @@ def _reference_gradients(build, loss, x, y, training=True, swapped=False):
 
 
 def _all_close(expected, got) -> bool:
-    return len(expected) == len(got) and all(
-        g is not None and allclose(e, g, _RTOL, _ATOL) for e, g in zip(expected, got))
+    return all_close(expected, got, _RTOL, _ATOL)
 
 
 class ModelGradients(Exercise):
@@ -203,7 +202,7 @@ def manual_sgd_step(variables, grads, lr):
         keras.optimizers.SGD(learning_rate=lr).apply(grads, copies)
         after = [v.numpy() for v in kept]
         expected = [c.numpy() for c in copies]
-        if all(allclose(e, a, _RTOL, _ATOL) for e, a in zip(expected, after)):
+        if _all_close(expected, after):
             if facts.found and not (facts.calls_to("assign_sub") or facts.calls_to("assign")):
                 raise Incorrect("Exercise 2.2: your variables end up right, but this exercise is the step by "
                                 "hand. Update each variable with `v.assign_sub(lr * g)` instead of an optimizer.")
@@ -324,7 +323,7 @@ def train_step(model, optimizer, loss_fn, x, y):
         expected, expected_losses = _reference_loop(build, make_opt, loss, x, y, steps)
         after = [v.numpy() for v in model.trainable_variables]
         names = [_short_path(v) for v in model.trainable_variables]
-        if not all(allclose(e, a, _RTOL, _ATOL) for e, a in zip(expected, after)):
+        if not _all_close(expected, after):
             self._explain_variables(build, make_opt, loss, x, y, steps, label, names, expected, after)
         if any(r is None for r in returned):
             raise Incorrect("Your variables are right, but `train_step` returned `None`. "
