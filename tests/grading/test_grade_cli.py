@@ -182,3 +182,25 @@ def test_local_grading_never_imports_dask():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_workers_unlike_the_coordinator_are_named_with_the_fix():
+    """Does the pre-run check refuse workers with other code, other pins or only some protections, naming each?"""
+    from tapelab.grading.cluster import ClusterError, check, describe
+
+    here = describe()
+    same = {**here, "host": "grader2"}
+    assert check({"tcp://10.0.0.2:40000": same}, here) == here["probe"]
+    other_code = {**here, "host": "grader3", "tapelab": "0" * 16}
+    other_pin = {**here, "host": "grader4", "versions": {**here["versions"], "keras": "3.0.0"}}
+    no_root = {**here, "host": "grader5", "probe": {**here["probe"], "namespaces": "not running as root"}}
+    with pytest.raises(ClusterError) as raised:
+        check({"tcp://10.0.0.2:1": same, "tcp://10.0.0.3:1": other_code, "tcp://10.0.0.4:1": other_pin,
+               "tcp://10.0.0.5:1": no_root}, here)
+    message = str(raised.value)
+    assert "tcp://10.0.0.3:1 on grader3 runs other tapelab code" in message
+    assert "tcp://10.0.0.4:1 on grader4 has keras 3.0.0 (here " in message and "make venv" in message
+    assert "only some workers can apply `namespaces`" in message and "tcp://10.0.0.5:1" in message
+    assert "grader2" not in message
+    all_without = {a: {**here, "probe": {**here["probe"], "rlimits": "`prlimit` not found"}} for a in ("w1", "w2")}
+    assert check(all_without, here)["rlimits"] == "`prlimit` not found"  # reported OFF, as a local run would

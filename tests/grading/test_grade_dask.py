@@ -93,6 +93,8 @@ def test_executions_ran_on_the_cluster_workers(graded, cluster):
     """Did the cluster's two worker processes execute the notebooks (not the coordinator)?"""
     report = graded["dask"]["report"]
     assert report["execution"]["pool"] == "dask" and report["execution"]["scheduler"] == cluster.address
+    assert f"executed on 2 Dask workers of {cluster.address}" in graded["dask"]["stdout"]
+    assert "executed on this machine, 2 at a time" in graded["local"]["stdout"]
     pids = {str(proc.pid) for name, proc in cluster.procs.items() if name != "scheduler"}
     used = {e["worker"].rsplit(":", 1)[1] for e in report["submissions"] if e.get("worker")}
     assert used == pids, (used, pids)

@@ -72,6 +72,11 @@ def summary_table(report: dict) -> str:
     med, p95 = timing["median_seconds"], timing["p95_seconds"]
     lines.append(f"seconds per notebook: median {med if med is not None else '-'}, p95 "
                  f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s")
+    execution = report.get("execution") or {}
+    if execution.get("pool") == "dask":
+        lines.append(f"executed on {len(execution['workers'])} Dask workers of {execution['scheduler']}")
+    elif execution:
+        lines.append(f"executed on this machine, {execution['jobs']} at a time")
     for name, protection in report["protections"].items():
         if not protection["on"]:
             lines.append(f"WARNING: protection `{name}` is {protection['how']}")
