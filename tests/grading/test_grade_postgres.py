@@ -192,3 +192,12 @@ def test_first_use_of_an_empty_database_by_graders_starting_together(server):
     assert _rows(url, "SELECT count(*) FROM alembic_version") == [(1,)]
     assert _rows(url, "SELECT id FROM course") == [("default_course",)]
     assert first_use(url) == {}
+
+
+def test_another_db_for_an_existing_course_is_refused(shared, server):
+    """`--db` naming another gradebook than the course's own stops (exit 2) rather than split the course."""
+    other = server.url("elsewhere")
+    result = run_grade(shared["root"] / "inbox-ta1", shared["root"] / "ta1", "--db", other)
+    assert result.returncode == 2, result.stderr
+    assert "is not the gradebook of" in result.stderr and "c.CourseDirectory.db_url" in result.stderr
+    assert server.password not in result.stderr + result.stdout
