@@ -204,3 +204,17 @@ def test_workers_unlike_the_coordinator_are_named_with_the_fix():
     assert "grader2" not in message
     all_without = {a: {**here, "probe": {**here["probe"], "rlimits": "`prlimit` not found"}} for a in ("w1", "w2")}
     assert check(all_without, here)["rlimits"] == "`prlimit` not found"  # reported OFF, as a local run would
+
+
+def test_a_worker_that_cannot_sandbox_refuses_to_execute(monkeypatch):
+    """A machine lacking a protection the run asked for runs nothing and says which and why (infra_error)."""
+    from tapelab.grading import worker
+    from tapelab.grading.sandbox import Sandbox, unavailable
+
+    assert unavailable(Sandbox(isolate=False, rlimits=False)) == []
+    monkeypatch.setattr(worker, "unavailable", lambda sandbox: ["namespaces: not running as root"])
+    result = worker.execute("not even a notebook", worker.Settings(10, 10, 100, Sandbox(isolate=True, rlimits=True)))
+    assert result["nb"] is None
+    reason = result["facts"]["infra_error"]
+    assert f"worker {worker.worker_name()} cannot apply this run's protections (namespaces: not running as root)" \
+        in reason and "as root" in reason
