@@ -14,6 +14,7 @@ __all__ = ["ENTRY_FIELDS", "build_report", "write_grades_csv", "summary_table"]
 
 ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags", "worker")
 CSV_FIELDS = ("student", "assignment", "notebook", "score", "max_score")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -49,15 +50,23 @@ def write_report(path: Path, report: dict) -> None:
     atomic_write_text(path, json.dumps(report, indent=1))
 
 
+def _cell(value):
+    """`value` as a spreadsheet shows it, never evaluates: a leading formula character gets a `'` (OWASP)."""
+    if not isinstance(value, str):
+        return value
+    value = value.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates from undecodable names
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
 def write_grades_csv(path: Path, entries: list[dict]) -> None:
-    """One row per student and notebook that has a score (graded, flagged or missing)."""
+    """One row per student and notebook that has a score (graded, flagged or missing), safe to open."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    writer.writeheader()  # text quoted (a CR inside it cannot split a row), numbers bare
     rows = sorted((e for e in entries if e.get("score") is not None),
                   key=lambda e: (e["student"] or "", e["assignment"] or "", e["notebook"] or ""))
     for entry in rows:
-        writer.writerow({k: entry[k] for k in CSV_FIELDS})
+        writer.writerow({k: _cell(entry[k]) for k in CSV_FIELDS})
     atomic_write_text(path, buffer.getvalue())
 
 

@@ -23,12 +23,29 @@ STATUSES: dict[str, tuple[str, str]] = {
         "the file name does not name a notebook released in this course",
         "rename it to <student>_<notebook>.ipynb or <student>/<notebook>.ipynb, or release the notebook"),
     "missing_notebook": (
-        "the student submitted other notebooks of this run but not this one; scored 0",
-        "nothing, unless the student says it was uploaded elsewhere"),
+        "the student submitted other notebooks of this run but not this one, or the student's folder "
+        "(or its assignment folder) holds no notebook; scored 0",
+        "nothing, unless the student says it was uploaded elsewhere; the reason names the folder"),
     "duplicate": (
-        "a second file for the same student and notebook; the first in name order was graded",
+        "a second file for the same student and notebook (student ids compared ignoring case and Unicode "
+        "normalization, so `Bob` and `bob` are one student); the first in name order was graded",
         "delete the stale copy and rerun"),
-    "unsafe_path": ("a zip entry with an absolute path or `..`; not extracted", "ask for a clean download"),
+    "bad_name": (
+        "the file's name cannot be used: bytes that are not UTF-8 (shown as \\xNN), control or invisible "
+        "characters, longer than file systems allow, or no usable student id; not read",
+        "rename the file to <student>_<notebook>.ipynb in printable characters and rerun"),
+    "unsafe_path": (
+        "a symbolic link, a special file (device, fifo, socket), or a zip entry with an absolute path, "
+        "`..`, or a folder that is also a file in the zip; not read",
+        "ask for a clean download, or replace the link by the file itself, and rerun"),
+    "too_large": (
+        "the file or zip entry is bigger than the bound for one notebook, or the zip's bound on bytes read "
+        "in all was reached (the reason gives the sizes); not read",
+        "ask the student to clear large outputs and resubmit; for a big zip, unzip it and pass the folder"),
+    "unreadable": (
+        "a zip entry or folder that could not be read: a bad CRC, corrupt or unsupported compression, "
+        "encryption, truncated data, or no permission; not graded",
+        "download the archive again (or ask the student to resubmit the file) and rerun"),
     "infra_error": (
         "the grader failed, not the student: the kernel did not start after bounded retries, a "
         "worker could not apply the run's protections or was lost, or saving failed; not scored",
