@@ -1,6 +1,5 @@
 """Behaviours of notebook 04's widgets: f, f', f'' from nested tapes, and a persistent tape's memory."""
 import math
-import time
 
 import numpy as np
 import pytest
@@ -90,14 +89,15 @@ def test_slider_and_dropdown_redraw_readout_and_image():
         np.testing.assert_array_equal(got, want)
 
 
-def test_explorer_update_is_fast():
-    """Is one redraw (a control change) well under 100 ms?"""
+def test_each_slider_move_redraws():
+    """Does every move of the x slider redraw the picture? (Its speed is measured in bench/notebooks.py.)"""
     view = HigherOrderExplorer(functions="sin(x)")
     view.update()
-    start = time.perf_counter()
+    pictures = [view.image.value]
     for value in (0.1, 0.2, 0.3):
         view.slider.value = value
-    assert (time.perf_counter() - start) / 3 < 0.1
+        pictures.append(view.image.value)
+    assert len(set(pictures)) == len(pictures)
 
 
 def test_persistent_tape_keeps_one_intermediate_per_step():

@@ -1,5 +1,4 @@
 """Behaviours of the None-gradient map: the model's diagnoses per bug, the HTML, and the view."""
-import time
 
 import pytest
 
@@ -62,15 +61,16 @@ def test_html_puts_each_variable_with_its_explanation(model):
     assert "<code>tf.stop_gradient" in page
 
 
-def test_dropdown_change_redraws_quickly(capfd):
-    """Does choosing another bug redraw the map, silently, well under 100 ms once diagnosed?"""
+def test_dropdown_change_redraws_silently(capfd):
+    """Does choosing another bug redraw the map, silently? (Its speed is measured in bench/notebooks.py.)"""
     view = NoneMap(bug="healthy step")
     view.dropdown.value = "frozen bias"
     assert "not trainable" in view.view.value or "trainable=False" in view.view.value
+    frozen_page = view.view.value
     view.dropdown.value = "healthy step"
-    start = time.perf_counter()
+    assert view.view.value != frozen_page
     view.dropdown.value = "frozen bias"
-    assert time.perf_counter() - start < 0.1
+    assert view.view.value == frozen_page
     assert capfd.readouterr() == ("", "")
     assert "application/vnd.jupyter.widget-view+json" in view._repr_mimebundle_()
 
