@@ -22,3 +22,10 @@ c.IgnorePattern.pattern = (
     r"|[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] (tensorflow|external)/)"
 )
+
+# Feedback: `tapelab grade`, `nbgrader generate_feedback` and formgrader's "Generate Feedback" button
+# render it alike, with tapelab's steps: hidden tests cut, the student's HTML sanitised, no script
+# on the page (see tapelab/grading/handback.py).
+from tapelab.grading.handback import configure_feedback  # noqa: E402
+
+configure_feedback(c)
