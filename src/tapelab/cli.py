@@ -1,8 +1,14 @@
-"""The `tapelab` command: instructor tasks as subcommands. Usage errors exit with status 2."""
+"""The `tapelab` command: instructor tasks as subcommands. Usage errors exit with status 2.
+
+Faults of the grader end in one paragraph on stderr naming what happened and what to do, never a
+Python traceback (the log keeps it): a usage or set-up fault exits 2, anything retryable exits 1,
+and a run stopped by Ctrl-C or SIGTERM writes the report of what it did and exits 128 + the signal.
+"""
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -42,7 +48,9 @@ several graders at once: each uses a course folder of their own and the same --d
 
 statuses: graded, tampered, timed_out, kernel_died, output_limit, invalid_notebook,
 unknown_notebook, missing_notebook, duplicate, unsafe_path, infra_error (see docs/instructor-guide.md).
-exit status: 0 done, 1 some submissions hit infrastructure errors (rerun), 2 usage error.
+exit status: 0 done, 1 some submissions hit infrastructure errors or the grader failed (rerun), 2 usage
+error or an unusable course folder, gradebook or report path (nothing was graded), 130/143 stopped by
+Ctrl-C/SIGTERM (report.json lists what was graded; rerun to finish).
 """
 
 
@@ -51,16 +59,41 @@ def _usage(message: str) -> int:
     return 2
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops the run as Ctrl-C does: the coordinator writes its report, then exits."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _stopped(name: str, report: Path | None) -> int:
+    listed = f"; {report} lists it, and the submissions not reached are `infra_error` there" if report else ""
+    print(f"tapelab grade: stopped by {name}. What was graded is saved (gradebook, grading-state.json){listed}. "
+          "Rerun the same command to grade the rest: what was graded is skipped.", file=sys.stderr)
+    return 128 + signal.Signals[name].value
+
+
+def _crashed(error: Exception) -> int:
+    where = " ".join(getattr(error, "__notes__", [])) or "report a bug with this message"
+    print(f"tapelab grade: the grader itself failed ({type(error).__name__}: {error}). Everything graded before "
+          f"is kept (gradebook, grading-state.json): rerun the same command. If it fails again, {where}.",
+          file=sys.stderr)
+    return 1
+
+
 def _grade(args: argparse.Namespace) -> int:
     from tapelab.grading import CourseError, GradebookError, InputError, Options, grade
+    from tapelab.grading.records import Unwritable
     from tapelab.grading.report import summary_table
+    from tapelab.grading.sandbox import SandboxError
 
     if (args.jobs is not None and args.jobs < 1) or args.timeout < 1:
         return _usage("--jobs and --timeout must be at least 1")
     if not args.path.exists():
         return _usage(f"{args.path} does not exist: pass the folder of submissions or the LMS zip "
                       "(see `tapelab grade --help` for the accepted names)")
-    errors: tuple[type[Exception], ...] = (InputError, CourseError, GradebookError)
+    errors: tuple[type[Exception], ...] = (InputError, CourseError, GradebookError, Unwritable, SandboxError)
     if args.scheduler:
         if args.jobs is not None:
             return _usage("--jobs is for grading on this machine; with --scheduler each worker's "
@@ -74,12 +107,19 @@ def _grade(args: argparse.Namespace) -> int:
     options = Options(source=args.path, course=args.course, jobs=args.jobs or os.cpu_count() or 1,
                       timeout=args.timeout, force=args.force, report=args.report, progress_stream=sys.stderr,
                       scheduler=args.scheduler, db_url=args.db)
+    _stop_on_sigterm()
     try:
         report = grade(options)
     except errors as error:
         print(f"tapelab grade: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:  # before grading started
+        return _stopped(str(stop) or "SIGINT", None)
+    except Exception as error:
+        return _crashed(error)
     print(summary_table(report))
+    if report.get("interrupted"):
+        return _stopped(report["interrupted"], args.report or args.course.resolve() / "report.json")
     return 1 if report["counts"].get("infra_error") else 0
 
 
@@ -110,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time limit per notebook; each cell also has nbgrader's Execute.timeout (default: 600)")
     grade.add_argument("--force", action="store_true", help="regrade submissions that are already graded")
     grade.add_argument("--report", type=Path, metavar="FILE",
-                       help="where to write the JSON report (default: COURSE/report.json)")
+                       help="where to write the JSON report, in a folder that exists (default: COURSE/report.json)")
     grade.set_defaults(run=_grade)
     return parser
 

@@ -1,8 +1,12 @@
 """The nbgrader course the grader works in: its config, gradebook URL, released notebooks.
 
 A missing or empty course folder is set up from solutions/ (`prepare_course`), so a new
-instructor needs only the submissions. The folder is made private (mode 0700): it holds the
-gradebook and the source notebooks with hidden tests. One `tapelab grade` at a time works in a
+instructor needs only the submissions. A marker file says "started" before the set-up and
+"complete" (written atomically) after it: a set-up killed half way is noticed by the next run,
+which clears the folder and sets it up again, instead of grading against half a course. A folder
+without the marker is an nbgrader course made by hand, used as it is. The folder is made private
+(mode 0700): it holds the gradebook and the source notebooks with hidden tests, and it must be
+writable (checked by a real probe before anything else). One `tapelab grade` at a time works in a
 course folder (a lock file); graders who work at once use a folder each and a shared gradebook.
 """
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import ast
 import fcntl
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,13 +22,16 @@ import nbformat
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from tapelab.grading.gradebook import GradebookError, check_url, first_use, redact, setup_lock
+from tapelab.grading.gradebook import GradebookError, check_url, first_use, inspect_gradebook, redact, setup_lock
+from tapelab.grading.records import Unwritable, atomic_write_text, check_writable
 from tapelab.paths import assignment_names
 
 __all__ = ["Course", "CourseError", "open_course"]
 
 CONFIG_FILE = "nbgrader_config.py"
 LOCK_FILE = ".tapelab-grade.lock"
+SETUP_MARKER = ".tapelab-setup"  # "started" while tapelab sets the folder up, "complete" after
+OUTPUT_FOLDERS = ("submitted", "autograded", "feedback")
 
 
 class CourseError(ValueError):
@@ -39,6 +47,7 @@ class Course:
     db_url: str
     known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
     lock: object = None  # the open lock file, held while this process grades here
+    notes: list[str] = field(default_factory=list)  # what opening the folder did that the instructor should know
 
     def close(self) -> None:
         """Let another `tapelab grade` work in this folder."""
@@ -107,7 +116,12 @@ def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | No
     root = root.resolve()
     if root.exists() and not root.is_dir():
         raise CourseError(f"--course {root} is a file: pass a folder (an empty one is set up for you)")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CourseError(f"--course {root} cannot be created ({error.strerror}): pass a folder in a place you "
+                          "can write (an empty one is set up for you)") from None
+    _check_writable(root)
     lock = _lock(root)
     try:
         course = _open_locked(root, notebooks, db_url)
@@ -118,20 +132,67 @@ def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | No
     return course
 
 
+def _check_writable(root: Path) -> None:
+    """Every folder of the course a run writes into takes a new file (probed, as root ignores modes)."""
+    for folder in (root, *(root / name for name in OUTPUT_FOLDERS)):
+        if folder.exists():
+            try:
+                check_writable(folder / LOCK_FILE, "the course folder")
+            except Unwritable as error:
+                raise CourseError(f"--course {root}: {error}") from None
+
+
+def _setup_state(root: Path) -> str:
+    """The folder's set-up: empty, started (and interrupted) or ready (complete, or an nbgrader course made by hand)."""
+    if not any(p.name != LOCK_FILE for p in root.iterdir()):
+        return "empty"
+    marker = root / SETUP_MARKER
+    if not marker.exists():
+        return "ready"
+    return "ready" if marker.read_text(errors="replace").strip() == "complete" else "started"
+
+
+def _set_up(root: Path, notebooks: list[str] | None, db_url: str | None) -> None:
+    """Release the solution notebooks into `root`, between the "started" and "complete" markers."""
+    from tapelab.release import ReleaseError, prepare_course
+
+    names = notebooks or assignment_names()
+    if not names:
+        raise CourseError("no solution notebooks to release in solutions/")
+    atomic_write_text(root / SETUP_MARKER, "started\n")
+    try:
+        with setup_lock(db_url or f"sqlite:///{root / 'gradebook.db'}"):
+            prepare_course(root, names, db_url=db_url)
+    except ReleaseError as error:
+        raise CourseError(str(error)) from None
+    atomic_write_text(root / SETUP_MARKER, "complete\n")
+
+
+def _clear_interrupted(root: Path) -> None:
+    """Remove what an interrupted set-up left (nothing was graded there: grading waits for "complete")."""
+    for path in root.iterdir():
+        if path.name in (LOCK_FILE, SETUP_MARKER):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) -> Course:
     if db_url:
         check_url(db_url)
-    if not any(p.name != LOCK_FILE for p in root.iterdir()):
-        from tapelab.release import ReleaseError, prepare_course
-
-        names = notebooks or assignment_names()
-        if not names:
-            raise CourseError("no solution notebooks to release in solutions/")
-        try:
-            with setup_lock(db_url or f"sqlite:///{root / 'gradebook.db'}"):
-                prepare_course(root, names, db_url=db_url)
-        except ReleaseError as error:
-            raise CourseError(str(error)) from None
+    notes = []
+    state = _setup_state(root)
+    if state == "started":
+        _clear_interrupted(root)
+        notes.append(f"the set-up of course folder {root} by an earlier run was interrupted before it completed: "
+                     "it was cleared and set up again from solutions/")
+    if state != "ready":
+        if db_url:
+            inspect_gradebook(db_url)
+        os.chmod(root, 0o700)
+        _set_up(root, notebooks, db_url)
     if not (root / CONFIG_FILE).is_file():
         raise CourseError(
             f"--course {root} is not an nbgrader course (no {CONFIG_FILE}): pass an empty or new "
@@ -144,7 +205,11 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) ->
                           f"drop --db, set c.CourseDirectory.db_url in {root / CONFIG_FILE}, or pass an empty "
                           "--course folder to set up a new course on that gradebook")
     known = first_use(configured)
+    if not known and any((root / "release").glob("*/*.ipynb")):
+        raise CourseError(f"the gradebook {redact(configured)} of {root} is empty, but release/ holds released "
+                          "notebooks: the gradebook was deleted or replaced. Restore it from a backup, or run "
+                          "`nbgrader generate_assignment NAME --force` there for each notebook (grades are lost)")
     if not known:
         raise CourseError(f"the gradebook {redact(configured)} of {root} has no released notebooks: run "
                           "`nbgrader generate_assignment NAME` there, or start from an empty folder")
-    return Course(root, config, configured, known)
+    return Course(root, config, configured, known, notes=notes)

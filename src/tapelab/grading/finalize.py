@@ -1,8 +1,10 @@
-"""Coordinator, after execution: nbgrader's autograde preprocessors, the gradebook, autograded/.
+"""Coordinator, after execution: the worker's result, nbgrader's autograde preprocessors, the gradebook.
 
-Only the coordinating process calls this module, so only it writes the gradebook. The result is
-what `nbgrader autograde` leaves: autograded/<student>/<assignment>/<notebook>.ipynb and the
-grades in the gradebook, so `nbgrader formgrader`, `generate_feedback` and `export` work on it.
+Only the coordinating process calls this module, so only it writes the gradebook. A worker's
+result is checked against RESULT_SCHEMA and its notebook against nbformat's schema before anything
+is saved: what is not a result is the grader's fault, never a score. The outcome is what
+`nbgrader autograde` leaves: autograded/<student>/<assignment>/<notebook>.ipynb and the grades in
+the gradebook, so `nbgrader formgrader`, `generate_feedback` and `export` work on it.
 """
 from __future__ import annotations
 
@@ -10,13 +12,53 @@ import shutil
 import warnings
 from pathlib import Path
 
+import jsonschema
 import nbformat
 from nbformat import NotebookNode
 
 from tapelab.grading.course import Course
 from tapelab.grading.records import atomic_write_text
 
-__all__ = ["record_submission", "save_grades", "scores"]
+__all__ = ["RESULT_SCHEMA", "MalformedResult", "executed_notebook", "record_submission", "save_grades", "scores",
+           "max_scores"]
+
+# What `worker.execute` returns.
+RESULT_SCHEMA = {
+    "type": "object",
+    "required": ["nb", "facts", "seconds"],
+    "properties": {
+        "nb": {"type": ["string", "null"]},
+        "seconds": {"type": "number", "minimum": 0},
+        "worker": {"type": "string"},
+        "facts": {"type": "object", "properties": {
+            "flags": {"type": "array", "items": {"type": "string"}},
+            "infra_error": {"type": "string"},
+            **{fact: {"type": "boolean"} for fact in ("timed_out", "kernel_died", "output_limit")},
+        }},
+    },
+}
+
+
+class MalformedResult(ValueError):
+    """A worker result that is not what `worker.execute` returns; the message says where."""
+
+
+def executed_notebook(result: object) -> NotebookNode | None:
+    """The executed notebook of a worker result, None when it was not executed; raises MalformedResult."""
+    try:
+        jsonschema.validate(result, RESULT_SCHEMA)
+    except jsonschema.ValidationError as error:
+        where = "/".join(map(str, error.absolute_path)) or "the result"
+        raise MalformedResult(f"{where}: {error.message[:200]}") from None
+    if result["nb"] is None:
+        return None
+    try:
+        nb = nbformat.reads(result["nb"], as_version=4)
+        nbformat.validate(nb)
+    except Exception as error:  # nbformat raises several types for what is not a notebook
+        raise MalformedResult(f"its notebook is not a valid notebook ({type(error).__name__}: "
+                              f"{str(error)[:200]})") from None
+    return nb
 
 
 def _resources(course: Course, student: str, assignment: str, notebook: str) -> dict:
@@ -75,3 +117,11 @@ def scores(course: Course, student: str, assignment: str, notebook: str) -> tupl
     with Gradebook(course.db_url) as gb:
         sub = gb.find_submission_notebook(notebook, assignment, student)
         return float(sub.score - (sub.late_submission_penalty or 0)), float(sub.max_score)
+
+
+def max_scores(course: Course) -> dict[str, float]:
+    """{notebook: max score} of every released notebook, from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        return {nb.name: float(nb.max_score) for a in gb.assignments for nb in a.notebooks}

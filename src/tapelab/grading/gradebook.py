@@ -5,14 +5,20 @@ each with a course folder of their own, grade into one gradebook at once: each w
 rows of its own students. The first use of an empty database (nbgrader creates its tables and
 course rows, `generate_assignment` the assignments) is not safe to run twice at once, so it runs
 under a lock: a PostgreSQL advisory lock, or a lock file beside an SQLite database.
+
+nbgrader adds its tables to any database it is given, so an existing gradebook is first looked at
+read-only (`inspect_gradebook`): a damaged SQLite file (SQLite's own `quick_check`) or a schema
+revision this nbgrader's alembic scripts do not end at is refused, naming the fix, and left as it is.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
-__all__ = ["GradebookError", "check_url", "redact", "setup_lock", "first_use"]
+__all__ = ["GradebookError", "check_url", "redact", "setup_lock", "inspect_gradebook", "first_use"]
 
 # pg_advisory_lock key: any fixed 64-bit number that other applications are unlikely to use.
 _ADVISORY_KEY = 0x7A9E1AB
@@ -81,19 +87,97 @@ def setup_lock(url: str):
         yield
 
 
+def _sqlite_file(url: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def _schema_problem(revision: str | None) -> str | None:
+    """Why a gradebook at alembic `revision` is not one this nbgrader reads, or None."""
+    from alembic.script import ScriptDirectory
+    from nbgrader import __version__
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    script = ScriptDirectory(ALEMBIC_DIR)
+    heads = script.get_heads()
+    if revision in heads:
+        return None
+    if revision is None:
+        return ("has tables but no nbgrader schema revision (no alembic_version row): it is not an nbgrader "
+                "gradebook. Point the course at its real gradebook, or restore gradebook.db from a backup")
+    if revision in {r.revision for r in script.walk_revisions()}:
+        return (f"is at nbgrader schema revision {revision}, older than this nbgrader's ({__version__}, revision "
+                f"{heads[0]}): back it up, then run `nbgrader db upgrade` in the course folder")
+    return (f"is at schema revision {revision}, which nbgrader {__version__} does not know: it was written by "
+            "a newer nbgrader or another program. Grade with that nbgrader version, or restore a backup")
+
+
+def _damaged(url: str, why: str) -> str:
+    return (f"the gradebook {redact(url)} cannot be read ({why}): it is damaged or not an nbgrader gradebook, "
+            "and was left as it is. Restore it from a backup (for SQLite, `sqlite3 gradebook.db .recover` may "
+            "save the grades), or move it away and set up a new course in an empty --course folder")
+
+
+def _first_line(error: Exception) -> str:
+    text = str(getattr(error, "orig", None) or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def inspect_gradebook(url: str) -> bool:
+    """Look at the gradebook without changing it; return whether it holds any tables.
+
+    Raises GradebookError when it is damaged, of a schema this nbgrader does not read, or its
+    server is unreachable.
+    """
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.exc import SQLAlchemyError
+
+    path = _sqlite_file(url)
+    if path is not None and not path.exists():
+        return False
+    # mode=rw: never creates the file; rolls back the journal a killed writer left, as nbgrader would.
+    engine = (create_engine("sqlite://", creator=lambda: sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True))
+              if path is not None else create_engine(url))
+    try:
+        with engine.connect() as connection:
+            if path is not None:
+                problems = [row[0] for row in connection.exec_driver_sql("PRAGMA quick_check")]
+                if problems != ["ok"]:
+                    raise GradebookError(_damaged(url, "; ".join(problems[:3])))
+            if not inspect(connection).get_table_names():
+                return False
+            problem = _schema_problem(MigrationContext.configure(connection).get_current_revision())
+    except SQLAlchemyError as error:
+        if path is None and _is_connection_error(error):
+            raise GradebookError(_unreachable(url, error)) from None
+        raise GradebookError(_damaged(url, _first_line(error))) from None
+    finally:
+        engine.dispose()
+    if problem:
+        raise GradebookError(f"the gradebook {redact(url)} {problem}")
+    return True
+
+
 def first_use(url: str):
     """Open the gradebook once under the setup lock (nbgrader creates what is missing); return
     {notebook: assignment} of what has been released into it."""
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SQLAlchemyError
 
     with setup_lock(url):
+        inspect_gradebook(url)
         try:
             with Gradebook(url) as gb:
                 return {nb.name: a.name for a in gb.assignments for nb in a.notebooks}
-        except Exception as error:
-            if _is_connection_error(error):
+        except SQLAlchemyError as error:
+            if _sqlite_file(url) is None and _is_connection_error(error):
                 raise GradebookError(_unreachable(url, error)) from None
-            raise
+            raise GradebookError(_damaged(url, _first_line(error))) from None
 
 
 def _is_connection_error(error: Exception) -> bool:
@@ -103,6 +187,5 @@ def _is_connection_error(error: Exception) -> bool:
 
 
 def _unreachable(url: str, error: Exception) -> str:
-    first = str(getattr(error, "orig", error)).strip().splitlines()[0]
-    return (f"cannot open the gradebook {redact(url)}: {first}. Check that the database server runs "
+    return (f"cannot open the gradebook {redact(url)}: {_first_line(error)}. Check that the database server runs "
             "and that the URL's host, port, user, password and database name are right")

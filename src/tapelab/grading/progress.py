@@ -1,4 +1,8 @@
-"""A one-line progress bar on stderr (count, rate, ETA), shown only when stderr is a terminal."""
+"""A one-line progress bar on stderr (count, rate, ETA), shown only when stderr is a terminal.
+
+Labels carry student ids: characters that are not printable (escape sequences, carriage returns,
+line separators) are shown as `?`, so no name can move the cursor or rewrite the terminal.
+"""
 from __future__ import annotations
 
 import sys
@@ -23,6 +27,7 @@ class Progress:
         eta = (self.total - self.done) / rate if rate > 0 else 0.0
         filled = int(self.width * self.done / self.total)
         bar = "#" * filled + "-" * (self.width - filled)
+        label = "".join(c if c.isprintable() else "?" for c in label)
         line = (f"\r[{bar}] {self.done}/{self.total}  {rate * 60:5.1f}/min  "
                 f"ETA {int(eta) // 60:d}:{int(eta) % 60:02d}  {label[:40]:<40}")
         self.stream.write(line)

@@ -2,7 +2,14 @@
 
 The state file maps each submission (student/assignment/notebook) to the content hash and the
 outcome of its last completed grading. It is rewritten atomically after every completion, so a
-run killed half way loses nothing already graded, and the next run skips what is unchanged.
+run killed half way loses nothing already graded, and the next run skips what is unchanged. A
+state file that does not match its schema is set aside (kept beside it as
+`grading-state.json.corrupt-<time>`) and the run starts from an empty state: the state is only a
+cache of the gradebook, so the cost is that everything is regraded.
+
+Every log record is one `json.dumps` line in ASCII: a newline, U+2028, a quote, NUL or a lone
+surrogate in a student id, a file name or an output is escaped inside its string, so no text can
+end a record or start a forged one.
 """
 from __future__ import annotations
 
@@ -13,20 +20,51 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "content_hash", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+import jsonschema
+
+from tapelab.grading.statuses import STATUSES
+
+__all__ = ["atomic_write_text", "content_hash", "check_writable", "Unwritable", "State", "JsonLog",
+           "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
 # Bump when a change to the pipeline changes scores, so old results are regraded.
 PIPELINE_VERSION = "1"
 
+_NAME = {"type": ["string", "null"]}
+_NUMBER = {"type": ["number", "null"]}
+STATE_SCHEMA = {
+    "type": "object",
+    "required": ["version", "submissions"],
+    "properties": {
+        "version": {"const": 1},
+        "submissions": {"type": "object", "additionalProperties": {
+            "type": "object",
+            "required": ["student", "assignment", "notebook", "status", "score", "max_score", "flags"],
+            "properties": {"student": _NAME, "assignment": _NAME, "notebook": _NAME,
+                           "status": {"enum": sorted(STATUSES)}, "score": _NUMBER, "max_score": _NUMBER,
+                           "hash": {"type": "string"}, "reason": {"type": "string"},
+                           "flags": {"type": "array", "items": {"type": "string"}}},
+        }},
+    },
+}
+
+
+class Unwritable(ValueError):
+    """A file or folder the run must write cannot be written; the message names it and the fix."""
+
 
 def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `text` to a temporary file beside `path`, fsync it, then rename it over `path`."""
+    """Write `text` to a temporary file beside `path`, fsync it, then rename it over `path`.
+
+    Text that UTF-8 cannot encode (lone surrogates from non-UTF-8 file names) is written as
+    backslash escapes rather than failing the write.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -38,6 +76,27 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
         raise
 
 
+def check_writable(path: Path, what: str) -> None:
+    """Raise Unwritable unless a file can be written at `path` (a real probe: root ignores modes,
+    not read-only mounts, immutable folders or a parent that is a file)."""
+    folder = path.parent
+    if path.is_dir():
+        raise Unwritable(f"{what} {path} is a folder: pass the name of a file in it, or move the folder away")
+    if folder.exists() and not folder.is_dir():
+        raise Unwritable(f"{what} {path} cannot be written: {folder} is a file, not a folder. Pass a path in a "
+                         "folder you can write")
+    if not folder.exists():
+        raise Unwritable(f"{what} {path} cannot be written: the folder {folder} does not exist. Create it "
+                         f"(mkdir -p {folder}) or pass a path in a folder that exists")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise Unwritable(f"{what} {path} cannot be written ({error.strerror}): {folder} is read-only or full. "
+                         "Make it writable or pass a path in a folder you can write") from None
+
+
 def content_hash(raw: bytes, settings_key: str) -> str:
     """Hash of the submitted bytes plus what changes a grade (pipeline version, limits)."""
     digest = hashlib.sha256(raw)
@@ -45,15 +104,46 @@ def content_hash(raw: bytes, settings_key: str) -> str:
     return digest.hexdigest()
 
 
+def _problem(data: object) -> str | None:
+    """Why `data` is not a state file this version wrote, or None."""
+    try:
+        jsonschema.validate(data, STATE_SCHEMA)
+    except jsonschema.ValidationError as error:
+        where = "/".join(map(str, error.absolute_path)) or "the top level"
+        return f"{where}: {error.message[:200]}"
+    for key, entry in data["submissions"].items():
+        if key != State.key(entry["student"], entry["assignment"], entry["notebook"]):
+            return f"submissions/{key}: the entry is for {entry['student']}/{entry['assignment']}/{entry['notebook']}"
+    return None
+
+
 class State:
-    """The resume state: key -> {"hash", "status", "score", "max_score", "reason", "flags", ...}."""
+    """The resume state: key -> {"hash", "status", "score", "max_score", "reason", "flags", ...}.
+
+    `set_aside` says, for the instructor, where an unusable state file was moved and why.
+    """
 
     def __init__(self, path: Path):
         self.path = path
+        self.entries: dict[str, dict] = {}
+        self.set_aside: str | None = None
         try:
-            self.entries: dict[str, dict] = json.loads(path.read_text())["submissions"]
-        except (OSError, ValueError, KeyError, TypeError):
-            self.entries = {}
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            data = json.loads(raw)
+            reason = _problem(data)
+        except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past the parser's depth
+            reason = f"not JSON ({error})"
+        if reason is None:
+            self.entries = data["submissions"]
+            return
+        copy = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        os.replace(path, copy)
+        self.set_aside = (f"{path} is not a state file tapelab wrote ({reason}). It was kept as {copy.name} and "
+                          "this run starts from an empty state: every submission is regraded, the gradebook is "
+                          "unchanged. Delete the copy once the run has ended well")
 
     @staticmethod
     def key(student: str, assignment: str, notebook: str) -> str:
@@ -73,17 +163,31 @@ class State:
 
 
 class JsonLog:
-    """Append-only JSON lines: one object per event, flushed as it happens."""
+    """Append-only JSON lines: one object per event, flushed as it happens.
+
+    A write that fails (disk full) is remembered in `failed` instead of stopping the run.
+    """
 
     def __init__(self, path: Path, run_id: str):
         self.path, self.run_id = path, run_id
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(path, "a", encoding="utf-8")
+        self.failed: str | None = None
+        try:
+            self._handle = open(path, "a", encoding="ascii")
+        except OSError as error:
+            raise Unwritable(f"the log {path} cannot be opened ({error.strerror}): make it a writable file "
+                             "in the course folder, or move it away") from None
 
     def write(self, event: str, **fields) -> None:
         record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_id": self.run_id, "event": event, **fields}
-        self._handle.write(json.dumps(record, sort_keys=True) + "\n")
-        self._handle.flush()
+        line = json.dumps(record, sort_keys=True, ensure_ascii=True, default=repr) + "\n"
+        try:
+            self._handle.write(line)
+            self._handle.flush()
+        except OSError as error:
+            self.failed = self.failed or f"{error.strerror} ({event} event)"
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            self._handle.close()
+        except OSError as error:
+            self.failed = self.failed or error.strerror
