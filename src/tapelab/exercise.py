@@ -6,6 +6,7 @@ test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with ot
 from __future__ import annotations
 
 from dataclasses import dataclass
+from sys import audit as _audit  # bound at import: the grading guard re-imports tapelab before each check
 from typing import Any, Callable, Iterable
 
 from tapelab.codeinfo import CodeFacts
@@ -82,16 +83,21 @@ class Exercise:
     def run(self, thunk: Callable[[], Any], doing: str) -> Call:
         """Run student code (`thunk`) quietly; its exceptions become feedback that starts with `doing`."""
         __tracebackhide__ = True
-        with Quiet() as quiet:
-            try:
-                value = thunk()
-            except NotImplementedError:
-                raise NotAttempted(
-                    f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
-                    "with your code, run that cell, then run this one again."
-                ) from None
-            except Exception as error:  # the student's bug, reported rather than re-raised
-                raise Incorrect(self._explain_error(error, doing)) from None
+        try:
+            with Quiet() as quiet:
+                try:
+                    value = thunk()
+                except NotImplementedError:
+                    raise NotAttempted(
+                        f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
+                        "with your code, run that cell, then run this one again."
+                    ) from None
+                except Exception as error:  # the student's bug, reported rather than re-raised
+                    raise Incorrect(self._explain_error(error, doing)) from None
+        finally:
+            # Under `tapelab grade`, the kernel's guard undoes anything the student's code patched
+            # while it ran, before the result is compared; elsewhere this event has no listener.
+            _audit("tapelab.guard.check")
         return Call(value, quiet.lines)
 
     def _explain_error(self, error: Exception, doing: str) -> str:

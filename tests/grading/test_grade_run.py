@@ -199,7 +199,7 @@ def test_log_has_one_line_per_submission(run):
     lines = [json.loads(l) for l in (run["course"] / "grading.log.jsonl").read_text().splitlines()]
     done = [l for l in lines if l["event"] == "submission" and l["run_id"] == run["report"]["run_id"]]
     assert {"run_id", "student", "notebook", "outcome", "duration"} <= set(done[0])
-    assert len(done) == len([s for s in run["report"]["submissions"] if s["status"] != "missing_notebook"])
+    assert len(done) == len(run["report"]["submissions"])  # missing_notebook rows are logged too
 
 
 def test_summary_table_printed(run):

@@ -2,10 +2,13 @@
 
 It never touches the gradebook or the course folder, so it runs alike in the local process pool
 and on a Dask worker on another machine. What depends on the machine (the interpreter, its
-sys.path for the guard's restore step) is found out here, not sent by the coordinator. A machine
-that cannot apply the protections the run asks for refuses to execute (never grades with less).
+sys.path for the guard) is found out here, not sent by the coordinator. A machine that cannot
+apply the protections the run asks for refuses to execute (never grades with less).
 A kernel that fails to start (before any student code runs) is an infrastructure fault: it is
-retried a bounded number of times with backoff, then reported.
+retried a bounded number of times with backoff, then reported. A run that stops early has the
+hidden tests of its passed checks run in a replay (see `_replay`). `execute` never raises: any
+unexpected exception becomes `infra_error` naming it, and it returns within the notebook timeout
+plus `GRACE` seconds whatever the kernel does.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ from tapelab.grading.sandbox import Sandbox, Slot, unavailable
 __all__ = ["Settings", "execute", "kernel_sys_path", "infra_error"]
 
 START_ATTEMPTS = 3
+GRACE = 60  # seconds beyond the notebook timeout: starting, retrying and stopping kernels, a replay
+STOP_SECONDS = 20  # left for stopping the replay's kernel
+REPLAY_MIN_SECONDS = 10  # a replay with less time than this is not started
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,8 @@ class Settings:
     notebook_timeout: int
     output_limit: int
     sandbox: Sandbox
-    # The notebook's trusted tapelab imports, re-run by the guard's restore step before each
-    # graded test cell; None skips the restore step.
+    # The notebook's trusted tapelab imports, re-run by the guard's step around each graded
+    # check; None runs no guard.
     restore_imports: tuple[str, ...] | None = None
 
 
@@ -71,51 +77,91 @@ def kernel_env(scratch: Path, python: str) -> dict[str, str]:
     }
 
 
-async def _run_once(nb: nbformat.NotebookNode, settings: Settings) -> tuple[nbformat.NotebookNode, dict]:
+async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int) -> tuple[GuardedClient, int | None]:
+    """Run `nb` in a fresh sandbox slot within `timeout` seconds; the client (its kernel stopped) and the uid."""
     slot = Slot(settings.sandbox)
     try:
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
-        km.configure(slot.argv(sys.executable), slot.give)
-        restore = None
+        km.configure(slot.argv(sys.executable), slot.give, max_frame=max(settings.output_limit, 1 << 20))
+        session = None
         if settings.restore_imports is not None:
-            restore = guard.restore_code(list(settings.restore_imports), list(kernel_sys_path()))
-        client = GuardedClient(nb, km, cell_timeout=settings.cell_timeout,
-                               notebook_timeout=settings.notebook_timeout,
-                               output_limit=settings.output_limit, restore=restore)
-        env = kernel_env(slot.scratch, sys.executable)
-        await client.run(cwd=str(slot.scratch), env=env)
-        client.mark_not_run()
-        facts = dict(client.facts)
-        facts["replies"] = {str(k): v for k, v in client.replies.items()}
-        facts["output_bytes"] = client.output_bytes
-        facts["sandbox_uid"] = slot.uid
-        return client.nb, facts
+            session = guard.Session(list(settings.restore_imports), list(kernel_sys_path()))
+        client = GuardedClient(nb, km, cell_timeout=min(settings.cell_timeout, timeout), notebook_timeout=timeout,
+                               output_limit=settings.output_limit, guard=session)
+        await client.run(cwd=str(slot.scratch), env=kernel_env(slot.scratch, sys.executable))
+        return client, slot.uid
     finally:
         slot.release()
 
 
+async def _replay(nb_json: str, settings: Settings, client: GuardedClient, bound: float) -> None:
+    """The hidden tests of checks that passed before the run stopped (a later cell died, flooded or
+    ran out of time): a fresh kernel replays the cells before the stop, then those hidden tests.
+    Nothing of the replay is kept but those verdicts, so no output follows hidden-test source."""
+    unchecked = client.unchecked()
+    if not unchecked:
+        return
+    budget = min(settings.notebook_timeout, int(bound - time.monotonic() - STOP_SECONDS))
+    if budget < REPLAY_MIN_SECONDS:
+        client.facts["flags"].append(f"no time was left to replay the cells before the stop for the hidden tests "
+                                     f"of {len(unchecked)} passed check(s): they score 0")
+        return
+    prefix = nbformat.reads(nb_json, as_version=4)
+    prefix.cells = prefix.cells[: client.facts["stopped_at"]]
+    replay, _ = await _in_slot(prefix, settings, budget)
+    client.adopt(replay, unchecked)
+    client.facts["flags"].append(f"the hidden tests of {len(unchecked)} check(s) passed before the stop ran in a "
+                                 "replay of the cells before it (its outputs discarded)")
+
+
+async def _run_once(nb_json: str, settings: Settings, bound: float) -> tuple[nbformat.NotebookNode, dict]:
+    client, uid = await _in_slot(nbformat.reads(nb_json, as_version=4), settings, settings.notebook_timeout)
+    await _replay(nb_json, settings, client, bound)
+    client.mark_not_run()
+    facts = dict(client.facts)
+    facts["replies"] = {str(k): v for k, v in client.replies.items()}
+    facts["output_bytes"] = client.output_bytes
+    facts["messages"] = client.messages
+    facts["sandbox_uid"] = uid
+    return client.nb, facts
+
+
 def execute(nb_json: str, settings: Settings) -> dict:
     """Execute a sanitized notebook. Returns {"nb": executed JSON or None, "facts": {...},
-    "seconds": s, "worker": "host:pid"}.
+    "seconds": s, "worker": "host:pid"}; never raises.
 
-    `facts["infra_error"]` is set when this machine cannot apply the run's protections, or the
-    kernel could not be started after the retries.
+    `facts["infra_error"]` is set when this machine cannot apply the run's protections, the
+    kernel could not be started after the retries, or the worker itself failed.
     """
     start = time.monotonic()
+    try:
+        return _execute(nb_json, settings, start)
+    except (Exception, asyncio.CancelledError) as error:  # a fault of the grader: that submission only
+        return infra_error(f"the worker failed: {type(error).__name__}: {error}", time.monotonic() - start)
+
+
+def _execute(nb_json: str, settings: Settings, start: float) -> dict:
     missing = unavailable(settings.sandbox)
     if missing:
         return infra_error(f"worker {worker_name()} cannot apply this run's protections ({'; '.join(missing)}): "
                            "run every worker as root on Linux with util-linux (unshare, setpriv, prlimit)")
+    bound = start + settings.notebook_timeout + GRACE
     error = ""
     for attempt in range(START_ATTEMPTS):
-        nb = nbformat.reads(nb_json, as_version=4)
+        if time.monotonic() >= bound:
+            break
         try:
-            executed, facts = asyncio.run(_run_once(nb, settings))
+            executed, facts = asyncio.run(asyncio.wait_for(_run_once(nb_json, settings, bound),
+                                                           bound - time.monotonic()))
         except KernelStartError as failure:
             error = str(failure)
-            time.sleep(2 ** attempt)
+            time.sleep(min(2 ** attempt, max(0.0, bound - time.monotonic())))
             continue
+        except asyncio.TimeoutError:
+            return infra_error(f"the execution did not end within {settings.notebook_timeout + GRACE} s (the "
+                               "grader's own time bound; the kernel was killed): rerun `tapelab grade`",
+                               time.monotonic() - start, attempt + 1)
         facts["attempts"] = attempt + 1
         return {"nb": nbformat.writes(executed), "facts": facts, "seconds": time.monotonic() - start,
                 "worker": worker_name()}
-    return infra_error(error, time.monotonic() - start, START_ATTEMPTS)
+    return infra_error(error, time.monotonic() - start, attempt + 1)
