@@ -25,7 +25,8 @@ from pathlib import Path
 from distributed import Client, KilledWorker, wait
 
 import tapelab
-from tapelab.grading.sandbox import probe
+from tapelab.grading.pools import run_task
+from tapelab.grading.sandbox import environment_problem, probe
 from tapelab.grading.worker import Settings, execute, infra_error
 
 __all__ = ["ClusterError", "DaskPool", "describe", "check"]
@@ -65,7 +66,8 @@ def describe() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return {"host": socket.gethostname(), "tapelab": _code_digest(), "versions": versions, "probe": probe()}
+    return {"host": socket.gethostname(), "tapelab": _code_digest(), "versions": versions, "probe": probe(),
+            "environment": environment_problem()}
 
 
 def check(workers: dict[str, dict], here: dict) -> dict[str, str]:
@@ -81,6 +83,8 @@ def check(workers: dict[str, dict], here: dict) -> dict[str, str]:
                  if info["versions"].get(k) != v]
         if wrong:
             problems.append(f"{name} has {', '.join(wrong)}: install requirements.lock there (`make venv`)")
+        if info.get("environment"):
+            problems.append(f"{name}: {info['environment']}")
     for protection in ("namespaces", "user", "rlimits"):
         lacking = sorted(f"{a} ({i['probe'][protection]})" for a, i in workers.items() if i["probe"][protection])
         if lacking and len(lacking) < len(workers):
@@ -137,7 +141,7 @@ class DaskPool:
 
     def submit(self, tag, nb_json: str, settings: Settings) -> None:
         key = f"tapelab-execute-{self._run}-{next(self._numbers)}"
-        self._pending[self.client.submit(execute, nb_json, settings, key=key, pure=False)] = tag
+        self._pending[self.client.submit(run_task, execute, nb_json, settings, key=key, pure=False)] = tag
 
     def finished(self) -> list[tuple[object, dict]]:
         """Wait for at least one execution to end; when no worker has been connected for
