@@ -25,6 +25,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     import importlib
     import json
     import linecache
+    from os.path import isfile
     import sys
     import threading
     import types
@@ -85,6 +86,25 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     owners = [o for o in (shell, kernel) if o is not None]
     saved_instance = [(o, {a: v for a, v in vars(o).items() if callable(getattr(type(o), a, None))}) for o in owners]
     threads = set(sys._current_frames())
+
+    def from_notebook(code):
+        """Code compiled from a cell or a string, not from an installed file."""
+        name = getattr(code, "co_filename", None)
+        return name is not None and not name.startswith("<frozen ") and not isfile(name)
+
+    def notebook_threads():
+        """Threads started after the prologue whose stack or target runs the notebook's code."""
+        count = 0
+        for ident, frame in sys._current_frames().items():
+            if ident in threads or ident == threading.get_ident():
+                continue
+            thread = threading._active.get(ident)
+            target = getattr(thread, "_target", None) or getattr(thread, "function", None)
+            suspicious = from_notebook(getattr(target, "__code__", None))
+            while frame is not None and not suspicious:
+                suspicious, frame = from_notebook(frame.f_code), frame.f_back
+            count += suspicious
+        return count
 
     def note(text):
         if text not in state["findings"]:
@@ -151,9 +171,9 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             chain[:] = [t for t in chain if ok(t)]
         for callbacks in shell.events.callbacks.values():
             callbacks[:] = [c for c in callbacks if ok(c)]
-        extra = set(sys._current_frames()) - threads
-        if extra:
-            note(f"{len(extra)} thread(s) started by the notebook are running")
+        running = notebook_threads()
+        if running:
+            note(f"{running} thread(s) running the notebook's own code")
 
     def restore_all():
         restore_names()
