@@ -47,7 +47,8 @@ machine (same checkout and `make venv`, as root), then pass --scheduler tcp://HO
 several graders at once: each uses a course folder of their own and the same --db server URL.
 
 statuses: graded, tampered, timed_out, kernel_died, output_limit, invalid_notebook,
-unknown_notebook, missing_notebook, duplicate, unsafe_path, infra_error (see docs/instructor-guide.md).
+unknown_notebook, missing_notebook, duplicate, bad_name, unsafe_path, too_large, unreadable,
+infra_error (see docs/instructor-guide.md).
 exit status: 0 done, 1 some submissions hit infrastructure errors or the grader failed (rerun), 2 usage
 error or an unusable course folder, gradebook or report path (nothing was graded), 130/143 stopped by
 Ctrl-C/SIGTERM (report.json lists what was graded; rerun to finish).

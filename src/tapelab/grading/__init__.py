@@ -1,10 +1,12 @@
 """Grading student submissions with nbgrader underneath: `tapelab grade` (see `grade`).
 
 Modules, one concept each: inputs (find submissions), archive (safe zip), course (the nbgrader
-course), gradebook (its URL and first use), sanitize (pre-execution, gradebook reads),
-worker/executor/sandbox/guard (execution of untrusted code), pools (local processes) and cluster
-(Dask workers, only with --scheduler), finalize (gradebook writes), handback (feedback HTML),
-records (state, log), report (report.json, grades.csv, summary), progress, run (the coordinator).
+course), gradebook (its URL, checks and first use), sanitize and rebuild (pre-execution: a
+submission rebuilt on its release), hidden (visible and hidden parts of a test cell),
+worker/executor/sandbox (execution of untrusted code), guard, kernel_guard and scan (defences
+against gaming the checks), pools (local processes) and cluster (Dask workers, only with
+--scheduler), finalize (gradebook writes), handback (inert feedback HTML), records (state, log),
+report (report.json, grades.csv, summary), progress, run (the coordinator).
 """
 from tapelab.grading.course import CourseError
 from tapelab.grading.gradebook import GradebookError

@@ -16,8 +16,9 @@ STATUSES: dict[str, tuple[str, str]] = {
         "the kernel exited (os._exit, a crash, the memory limit); cells not run score 0",
         "read the last outputs in autograded/; regrade with --force if it was the machine's fault"),
     "output_limit": (
-        "the notebook printed more than the output limit; the kernel was stopped, cells not run score 0",
-        "ask the student to remove the large prints"),
+        "the notebook sent more than the output limit (bytes of any kind, including widget state, or "
+        "more than 10,000 messages), or stored attachments and metadata past it (stripped); the kernel was "
+        "stopped, cells not run score 0", "ask the student to remove the large prints, pasted images or saved widget state"),
     "invalid_notebook": ("not JSON, not a notebook, or not nbformat 4", "ask the student to resubmit"),
     "unknown_notebook": (
         "the file name does not name a notebook released in this course",
