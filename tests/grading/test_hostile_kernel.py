@@ -10,41 +10,12 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from grade_fixtures import TINY, TINY_HIDDEN, by_student, fill, load_report, make_course, run_grade, tiny, write
+from hostile_set import MALFORMED
 from tapelab.grading import executor, worker
 from tapelab.grading.sandbox import Sandbox
 
 TIMEOUT = 45
 SECRET_TEXT = "hidden check of answer()"  # the hidden test's message, part of its source
-
-# Sends hand-made frames on iopub: wrong types, missing keys, unknown types, another cell's parent, junk.
-MALFORMED = '''
-import json
-k = get_ipython().kernel
-s = k.session
-def raw(header, parent, metadata, content, *buffers):
-    parts = [p if isinstance(p, bytes) else json.dumps(p, default=str).encode()
-             for p in (header, parent, metadata, content)]
-    sig = s.sign(parts)
-    sig = sig if isinstance(sig, bytes) else sig.encode()
-    k.iopub_socket.send_multipart([b"x", b"<IDS|MSG>", sig] + parts + list(buffers))
-par = k.get_parent()["header"]
-other = dict(par, msg_id="another-cell")
-raw(s.msg_header("stream"), par, {}, [1, 2])
-raw(s.msg_header("display_data"), par, {}, {"data": "s", "metadata": 3})
-raw(s.msg_header("stream"), par, {}, {"name": "stdout", "text": 5})
-raw(s.msg_header("status"), par, {}, {})
-raw(s.msg_header("comm_msg"), par, {}, {"data": "x"})
-raw(s.msg_header("comm_open"), par, {}, {"data": {"state": 3}, "comm_id": [1], "target_name": "jupyter.widget"})
-raw(s.msg_header("display_data"), par, {}, {"data": {"text/plain": "t"}, "metadata": {}, "transient": [1]})
-raw(s.msg_header("execute_result"), par, {}, {"data": {"text/plain": "x"}, "metadata": {}, "execution_count": "x"})
-raw([1], par, {}, {})
-raw(s.msg_header("stream"), "not a header", {}, {})
-raw(b"not json", par, {}, {})
-raw(s.msg_header("no_such_type"), par, {}, {"x": 1})
-raw(s.msg_header("stream"), other, {}, {"name": "stdout", "text": "for another cell"})
-k.iopub_socket.send_multipart([b"junk"])
-print("still here")
-'''
 
 FLOOD = '''
 k = get_ipython().kernel
