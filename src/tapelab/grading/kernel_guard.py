@@ -20,8 +20,6 @@ submission and void the check it surrounds: tampering can only cost the student.
 
 
 def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
-    import hashlib
-    import hmac
     import importlib
     import json
     import linecache
@@ -29,12 +27,11 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     import sys
     import threading
     import types
+    from _hashlib import compare_digest, hmac_digest  # C functions: no Python code to patch
 
     from IPython.core.interactiveshell import InteractiveShell
 
     key = bytes.fromhex(secret)
-    digest, compare = hmac.new, hmac.compare_digest
-    sha = hashlib.sha256
     dumps = json.dumps
     modules = sys.modules
     shell = InteractiveShell._instance
@@ -190,7 +187,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         ours["classes"] = snapshot_classes(ours["modules"])
 
     def mac(text):
-        return digest(key, text.encode(), sha).hexdigest()
+        return hmac_digest(key, text.encode(), "sha256").hex()
 
     blocked = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.string_at", "ctypes.wstring_at",
                "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.addressof", "ctypes.dlsym", "ctypes.dlopen",
@@ -224,7 +221,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         try:
             request, out = args
             expected = mac(f"request {state['n'] + 1}")
-            if not (type(request) is str and compare(request, expected)):
+            if not (type(request) is str and compare_digest(request, expected)):
                 state["busy"] = False
                 note("a guard request was forged")
                 return
