@@ -403,3 +403,16 @@ def test_stored_image_past_the_limit_is_stripped_with_status_output_limit(run, c
     assert stored and int(stored[1].replace(",", "")) > OUTPUT_LIMIT, entry
     autograded = course_dir / "autograded" / "bigimage" / TINY / f"{TINY}.ipynb"
     assert autograded.stat().st_size < 100_000
+
+
+def test_a_release_the_gradebook_does_not_know_is_the_graders_fault(course, course_dir, monkeypatch):
+    """When release/ names a graded cell the gradebook lacks, is that a CourseMismatch (the grader's
+    infra_error with the fix), never the student's invalid_notebook?"""
+    release = course.release_notebook(BASIC, BASIC)
+    extra = copy.deepcopy(next(c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_1_test"))
+    extra.metadata.nbgrader.grade_id = "ex1_99_test"
+    extra["id"] = "not-in-the-gradebook"
+    release.cells.append(extra)
+    monkeypatch.setattr(type(course), "release_notebook", lambda self, a, n: copy.deepcopy(release))
+    with pytest.raises(sanitize.CourseMismatch, match="generate_assignment"):
+        _prepare(course, _dict(course_dir, BASIC, reference()))

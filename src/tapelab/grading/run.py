@@ -214,8 +214,8 @@ class Coordinator:
             return self._prepare(cand)
         except OSError as error:  # the course folder, not the file: retried next run
             entry = _entry(cand, "infra_error", f"preparing it failed ({_what(error)}); {_RERUN}", regraded=True)
-        except Exception as error:  # a bad file never stops the others
-            entry = _entry(cand, "invalid_notebook", f"could not be prepared: {_what(error)}")
+        except Exception as error:  # the student's file parsed (read_notebook): a failure now is the grader's
+            entry = _entry(cand, "infra_error", f"preparing it failed ({_what(error)}); {_RERUN}", regraded=True)
         self._complete(key, entry)
         return entry
 

@@ -25,7 +25,7 @@ from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 from tapelab.grading.course import Course
 from tapelab.grading.rebuild import rebuild
 
-__all__ = ["Invalid", "Prepared", "read_notebook", "prepare", "stored_bytes"]
+__all__ = ["CourseMismatch", "Invalid", "Prepared", "read_notebook", "prepare", "stored_bytes"]
 
 MAX_NOTEBOOK_BYTES = 64 * 1024**2
 _CELL_CONTENT = {"cell_type", "id", "source", "outputs", "execution_count", "attachments"}
@@ -34,6 +34,10 @@ _NOTEBOOK_CONTENT = {"cells", "nbformat", "nbformat_minor"}
 
 class Invalid(ValueError):
     """The file is not a usable notebook; the message says why (for the report)."""
+
+
+class CourseMismatch(RuntimeError):
+    """The course's release and gradebook disagree: the grader's fault, never the student's."""
 
 
 @dataclass
@@ -107,7 +111,8 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
     """Rebuild the submission on the release, then let nbgrader restore the gradebook's cells.
 
     `output_limit` is the run's output limit in bytes (stored bytes count against it).
-    Raises Invalid only when the course's release and gradebook disagree.
+    Raises CourseMismatch when the course's release and gradebook disagree (nothing the student sent
+    can cause it: the notebook is rebuilt on the release).
     """
     from nbgrader.preprocessors import CheckCellMetadata, OverwriteCells, OverwriteKernelspec
 
@@ -121,7 +126,7 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
         try:
             result, resources = cls(config=course.config)(result, resources)
         except Exception as error:  # nbgrader raises ValidationError/RuntimeError/KeyError/MissingEntry
-            raise Invalid(f"nbgrader could not restore the released cells ({cls.__name__}: {error}): release/"
+            raise CourseMismatch(f"nbgrader could not restore the released cells ({cls.__name__}: {error}): release/"
                           f"{assignment} and the gradebook disagree; regenerate them (`nbgrader generate_assignment "
                           f"{assignment} --force` in the course folder) and grade again") from None
     return Prepared(result, built.flags, built.tampered, _stripped(attachments, metadata, output_limit) if over else "")
