@@ -60,8 +60,8 @@ get_ipython().kernel._publish_status = lambda *args, **kwargs: None
 '''
 
 PATCH_BEFORE = '''
-import time
-time.monotonic = lambda: 0.0
+import math
+math.floor = lambda x: 0
 '''
 
 PATCH_DURING = '''
@@ -238,7 +238,7 @@ def test_patch_during_a_check_voids_it(run):
 def test_patch_before_a_check_is_undone_and_flagged(run):
     """Is a patch made before the check undone (the honest answer scores) and flagged?"""
     flags = by_student(run["report"], "patch_before", TINY)["flags"]
-    assert any(f.startswith("before the check of cell ex9_1_test") and "time.monotonic" in f for f in flags), flags
+    assert any(f.startswith("before the check of cell ex9_1_test") and "math.floor" in f for f in flags), flags
 
 
 def test_worker_turns_an_unexpected_failure_into_infra_error():
