@@ -5,6 +5,12 @@ c.CourseDirectory.course_id = "tapelab"
 # Each notebook is its own assignment named like the notebook (01_basic_tape, ...).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
+# The nbgrader exchange lives in the course folder, private like it: formgrader lists the released
+# assignments, and `nbgrader release_feedback NAME` copies feedback into exchange/<course_id>/feedback/.
+import os  # noqa: E402
+
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 

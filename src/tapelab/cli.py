@@ -35,23 +35,36 @@ accepted submission names (relative to PATH, or inside the zip):
   <student>/<assignment>/<notebook>.ipynb
   <student>/<notebook>.ipynb                          one folder per student
   <student>_<notebook>.ipynb                          flat, as LMS downloads are, at any depth
-Notebook names start with two digits (01_basic_tape). A student id may contain underscores:
-jo_ann_01_basic_tape.ipynb is student jo_ann. Zip entries with absolute paths or `..` are refused.
+Notebook names start with two digits (01_basic_tape); a copy number such as 01_basic_tape-1 is
+ignored. A student id may contain underscores: jo_ann_01_basic_tape.ipynb is student jo_ann.
+LMS names: Blackboard <assignment>_<user>_attempt_<time>_<file> is student <user>; Canvas
+<lastfirst>[_LATE]_<userid>_<attachmentid>_<file> is <lastfirst>_<userid>; Moodle
+<First Last>_<id>_assignsubmission_file_/<file> is <id>; a trailing _2026-10-01T13-45-12 is a time.
+Zip entries with absolute paths or `..` are refused.
 
-outputs, in the course folder: the gradebook, autograded/, feedback/<student>/<assignment>/*.html,
-grades.csv, report.json (every input file with its status), grading.log.jsonl, grading-state.json.
-A second run regrades only new or changed files; --force regrades everything.
+resubmissions: the newest file of a student's notebook is graded (nbgrader's timestamp.txt, else
+the time in its name, else the file's time); older ones are `superseded`, also in later runs.
+--prefer FILE grades that file instead. --roster CSV (nbgrader's student import format) gives ids
+and names; every student in it joins the gradebook.
+
+outputs, in the course folder: the gradebook, submitted/ and autograded/, feedback/<student>/<assignment>/
+*.html, grades.csv (every student x notebook of the gradebook, as `nbgrader export` scores them),
+report.json (this run's inputs, the whole gradebook, every input's history), grading.log.jsonl,
+grading-state.json. Feedback and grades.csv are refreshed from the gradebook at the end of every run;
+after manual grading in formgrader, run `tapelab feedback`. A second run regrades only new or changed
+files; --force regrades everything.
 
 several machines: start `dask scheduler` on one, `dask worker tcp://HOST:8786` on each grading
 machine (same checkout and `make venv`, as root), then pass --scheduler tcp://HOST:8786 here.
 several graders at once: each uses a course folder of their own and the same --db server URL.
 
 statuses: graded, tampered, timed_out, kernel_died, output_limit, invalid_notebook,
-unknown_notebook, missing_notebook, duplicate, bad_name, unsafe_path, too_large, unreadable,
-infra_error (see docs/instructor-guide.md).
-exit status: 0 done, 1 some submissions hit infrastructure errors or the grader failed (rerun), 2 usage
-error or an unusable course folder, gradebook or report path (nothing was graded), 130/143 stopped by
-Ctrl-C/SIGTERM (report.json lists what was graded; rerun to finish).
+unknown_notebook, missing_notebook, superseded, duplicate, bad_name, unsafe_path, too_large,
+unreadable, infra_error (see docs/instructor-guide.md).
+exit status: 0 every input has a final status, 1 some inputs are infra_error or the grader failed
+(rerun), 2 usage error, nothing to grade in PATH, or an unusable course folder, gradebook, roster or
+report path (nothing was graded), 130/143 stopped by Ctrl-C/SIGTERM (report.json lists what was
+graded; rerun to finish).
 """
 
 
@@ -87,6 +100,7 @@ def _grade(args: argparse.Namespace) -> int:
     from tapelab.grading import CourseError, GradebookError, InputError, Options, grade
     from tapelab.grading.records import Unwritable
     from tapelab.grading.report import summary_table
+    from tapelab.grading.roster import RosterError
     from tapelab.grading.sandbox import SandboxError
 
     if (args.jobs is not None and args.jobs < 1) or args.timeout < 1:
@@ -94,7 +108,8 @@ def _grade(args: argparse.Namespace) -> int:
     if not args.path.exists():
         return _usage(f"{args.path} does not exist: pass the folder of submissions or the LMS zip "
                       "(see `tapelab grade --help` for the accepted names)")
-    errors: tuple[type[Exception], ...] = (InputError, CourseError, GradebookError, Unwritable, SandboxError)
+    errors: tuple[type[Exception], ...] = (InputError, CourseError, GradebookError, Unwritable, SandboxError,
+                                           RosterError)
     if args.scheduler:
         if args.jobs is not None:
             return _usage("--jobs is for grading on this machine; with --scheduler each worker's "
@@ -107,7 +122,7 @@ def _grade(args: argparse.Namespace) -> int:
         errors += (ClusterError,)
     options = Options(source=args.path, course=args.course, jobs=args.jobs or os.cpu_count() or 1,
                       timeout=args.timeout, force=args.force, report=args.report, progress_stream=sys.stderr,
-                      scheduler=args.scheduler, db_url=args.db)
+                      scheduler=args.scheduler, db_url=args.db, prefer=tuple(args.prefer), roster=args.roster)
     _stop_on_sigterm()
     try:
         report = grade(options)
@@ -121,7 +136,41 @@ def _grade(args: argparse.Namespace) -> int:
     print(summary_table(report))
     if report.get("interrupted"):
         return _stopped(report["interrupted"], args.report or args.course.resolve() / "report.json")
-    return 1 if report["counts"].get("infra_error") else 0
+    if report.get("nothing_to_grade"):
+        return _usage(f"nothing to grade: {args.path} holds no notebook (.ipynb) and no student folder. Pass the "
+                      "folder or zip of submissions (see `tapelab grade --help` for the accepted names)")
+    if report["counts"].get("infra_error"):
+        print(f"tapelab grade: {report['counts']['infra_error']} input(s) are infra_error, not graded: rerun the "
+              "same command to grade them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from tapelab.grading import CourseError, GradebookError
+    from tapelab.grading.course import open_course
+    from tapelab.grading.derived import refresh
+    from tapelab.grading.records import STATE_FILE, State
+
+    if not (args.course / "nbgrader_config.py").is_file():
+        print(f"tapelab feedback: --course {args.course} is not a course folder (no nbgrader_config.py): pass "
+              "the folder `tapelab grade` graded into", file=sys.stderr)
+        return 2
+    try:
+        course = open_course(args.course)
+    except (CourseError, GradebookError) as error:
+        print(f"tapelab feedback: {error}", file=sys.stderr)
+        return 2
+    try:
+        state = State(course.root / STATE_FILE)
+        outputs = refresh(course, state.entries, force=args.force)
+    finally:
+        course.close()
+    for what, where in outputs.written.items():
+        print(f"wrote {what}: {where}")
+    for problem in outputs.problems:
+        print(f"tapelab feedback: warning: {problem}", file=sys.stderr)
+    return 1 if outputs.problems else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,7 +201,23 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true", help="regrade submissions that are already graded")
     grade.add_argument("--report", type=Path, metavar="FILE",
                        help="where to write the JSON report, in a folder that exists (default: COURSE/report.json)")
+    grade.add_argument("--prefer", action="append", default=[], metavar="FILE",
+                       help="grade this input (its name as given, or its base name) for its student and notebook "
+                            "whatever its time; repeatable (default: the newest submission wins)")
+    grade.add_argument("--roster", type=Path, metavar="CSV",
+                       help="student ids and names, in the CSV format of `nbgrader db student import` "
+                            "(id,first_name,last_name,email[,lms_user_id]); every student in it joins the gradebook")
     grade.set_defaults(run=_grade)
+    feedback = commands.add_parser(
+        "feedback", help="regenerate feedback pages and grades.csv from the gradebook (after manual grading)",
+        description="Regenerate feedback/<student>/<assignment>/<notebook>.html (hidden tests removed) for every "
+                    "submission whose grades, comments or autograded notebook changed, and grades.csv, from the "
+                    "gradebook: manual scores and comments given in formgrader included. `tapelab grade` does "
+                    "the same at the end of every run.")
+    feedback.add_argument("--course", type=Path, default=GRADER / "course",
+                          help="the nbgrader course folder (default: grader/course)")
+    feedback.add_argument("--force", action="store_true", help="regenerate every page, changed or not")
+    feedback.set_defaults(run=_feedback)
     return parser
 
 

@@ -3,19 +3,44 @@
 Each solution notebook is its own assignment, named like the notebook, so an instructor can
 release them one at a time. The student version has solutions stubbed, hidden tests removed,
 outputs cleared and grade cells locked with checksums, as nbgrader needs for autograding.
+
+A grading course also gets an nbgrader exchange in its own folder (EXCHANGE_CONFIG, in
+grader/nbgrader_config.py), and every assignment released into it (`release_to_exchange`):
+formgrader then lists the assignments as released, and `nbgrader release_feedback` has a place
+to put feedback. The release runs nbgrader's exchange class in this process: a file copy per
+notebook, where `nbgrader release_assignment` in a subprocess costs about 3 s of CPU each.
+`tapelab release` works in a temporary course and skips it.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
 
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 
-__all__ = ["ReleaseError", "release", "prepare_course"]
+__all__ = ["EXCHANGE_CONFIG", "ReleaseError", "course_config", "exchange_outbound", "nbgrader_env",
+           "prepare_course", "release", "release_to_exchange"]
+
+CONFIG_FILE = "nbgrader_config.py"
+# The lines of grader/nbgrader_config.py that put the exchange in the course folder; appended to the
+# config of a course set up before they existed (tapelab.grading.course.ensure_exchange). The path is
+# found from the config file itself, so a course folder that is moved or copied keeps its exchange.
+EXCHANGE_CONFIG = '''\
+# The nbgrader exchange lives in the course folder, private like it: formgrader lists the released
+# assignments, and `nbgrader release_feedback NAME` copies feedback into exchange/<course_id>/feedback/.
+import os  # noqa: E402
+
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+'''
 
 
 class ReleaseError(RuntimeError):
@@ -30,18 +55,21 @@ def nbgrader_env() -> dict[str, str]:
     return env
 
 
-def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, db_url: str | None = None) -> None:
+def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, db_url: str | None = None,
+                   exchange: bool = True, say: Callable[[str], None] = lambda message: None) -> None:
     """Lay out an nbgrader course in `course`: config, source/<name>/<name>.ipynb, gradebook.
 
     `db_url` (any SQLAlchemy URL) is written into the course's config, so that every nbgrader
     command run there uses that gradebook; by default it is gradebook.db in the folder.
+    `exchange` releases every assignment into the course's exchange (off for `tapelab release`).
+    `say` is told before each notebook (a few seconds each).
     """
     course.mkdir(parents=True, exist_ok=True)
-    config = (GRADER / "nbgrader_config.py").read_text()
+    config = (GRADER / CONFIG_FILE).read_text()
     if db_url:
         config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
-    (course / "nbgrader_config.py").write_text(config)
-    for name in names:
+    (course / CONFIG_FILE).write_text(config)
+    for number, name in enumerate(names, 1):
         source = solutions / f"{name}.ipynb"
         if not source.is_file():
             known = ", ".join(assignment_names(solutions)) or "none"
@@ -49,7 +77,10 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
         target = course / "source" / name
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(source, target / f"{name}.ipynb")
+        say(f"generating the student version of {name} ({number} of {len(names)}) with nbgrader")
         _run_nbgrader(["generate_assignment", name, "--force"], course)
+    if exchange:
+        release_to_exchange(course, names)
 
 
 def _run_nbgrader(args: list[str], course: Path) -> None:
@@ -59,6 +90,63 @@ def _run_nbgrader(args: list[str], course: Path) -> None:
         raise ReleaseError(f"`nbgrader {' '.join(args)}` failed in {course}:\n{result.stdout}{result.stderr}")
 
 
+def course_config(course: Path) -> Config:
+    """The course's nbgrader_config.py as nbgrader reads it, rooted at `course`."""
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    return config
+
+
+def _quiet_log() -> logging.Logger:
+    """A logger for nbgrader's exchange classes: their failures come back as ExchangeError, not as log lines."""
+    log = logging.getLogger("tapelab.release.exchange")
+    log.propagate = False
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+    return log
+
+
+def exchange_outbound(course: Path, config: Config) -> Path | None:
+    """exchange/<course_id>/outbound/ of a course whose exchange is a folder inside `course`, else None
+    (an exchange elsewhere is shared with students: releasing into it is the instructor's decision)."""
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeFactory
+
+    coursedir = CourseDirectory(config=config)
+    root = getattr(ExchangeFactory(config=config).ReleaseAssignment(coursedir=coursedir, config=config), "root", None)
+    if not isinstance(root, str) or not coursedir.course_id:
+        return None
+    root_path = Path(root).resolve()
+    if not root_path.is_relative_to(course.resolve()):
+        return None
+    return root_path / coursedir.course_id / "outbound"
+
+
+def release_to_exchange(course: Path, assignments: Iterable[str]) -> list[str]:
+    """Release each assignment not yet in the course's exchange, as `nbgrader release_assignment` does;
+    return the ones released. Does nothing when the exchange is not inside `course`."""
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import ExchangeError, ExchangeFactory
+
+    config = course_config(course)
+    outbound = exchange_outbound(course, config)
+    if outbound is None:
+        return []
+    released = []
+    for name in sorted(set(assignments)):
+        if (outbound / name).is_dir():
+            continue
+        coursedir = CourseDirectory(config=config, assignment_id=name)
+        try:
+            ExchangeFactory(config=config).ReleaseAssignment(coursedir=coursedir, config=config,
+                                                            log=_quiet_log()).start()
+        except (ExchangeError, OSError) as error:
+            raise ReleaseError(f"releasing {name} into the exchange {outbound.parent.parent} failed ({error}): "
+                               f"run `nbgrader release_assignment {name} --force` in {course} to see why") from None
+        released.append(name)
+    return released
+
+
 def release(names: list[str] | None = None, out: Path = NOTEBOOKS, solutions: Path = SOLUTIONS) -> list[Path]:
     """Write the student version of each named notebook (default: all) into `out`; return the paths."""
     names = names or assignment_names(solutions)
@@ -66,7 +154,7 @@ def release(names: list[str] | None = None, out: Path = NOTEBOOKS, solutions: Pa
     written = []
     with tempfile.TemporaryDirectory(prefix="tapelab-release-") as tmp:
         course = Path(tmp)
-        prepare_course(course, names, solutions)
+        prepare_course(course, names, solutions, exchange=False)
         for name in names:
             target = out / f"{name}.ipynb"
             shutil.copy(course / "release" / name / f"{name}.ipynb", target)

@@ -65,10 +65,10 @@ class LabServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 90.0) -> None:
-        """Start the server and return once its REST API answers; fail with its log if it does not."""
-        self._tmp = tempfile.TemporaryDirectory(prefix="tapelab-lab-")
-        tmp = Path(self._tmp.name)
+    status_path = "/api/status"  # answers once the server is ready
+    request_timeout = 10.0  # seconds for an API call
+
+    def _env(self, tmp: Path) -> dict[str, str]:
         for name, settings in _SETTINGS.items():
             path = tmp / "settings" / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,13 +78,25 @@ class LabServer:
                "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
                "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
         env.pop("PYTEST_CURRENT_TEST", None)  # kernels must behave as in a student's JupyterLab
+        return env
+
+    def _argv(self, tmp: Path) -> list[str]:
         jupyter = Path(sys.executable).parent / "jupyter"
-        argv = [str(jupyter), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-                f"--port={self.port}", "--port-retries=0", f"--IdentityProvider.token={self.token}",
-                "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={self.root}",
+        return [str(jupyter), "lab", *self._common_args(),
+                "--LabApp.expose_app_in_browser=True",
                 "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 # Opening a notebook makes a checkpoint copy: keep those out of the repository.
                 f"--FileCheckpoints.checkpoint_dir={tmp / 'checkpoints'}"]
+
+    def _common_args(self) -> list[str]:
+        return ["--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={self.port}", "--port-retries=0",
+                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}"]
+
+    def start(self, timeout: float = 90.0) -> None:
+        """Start the server and return once `status_path` answers; fail with its log if it does not."""
+        self._tmp = tempfile.TemporaryDirectory(prefix="tapelab-lab-")
+        tmp = Path(self._tmp.name)
+        env, argv = self._env(tmp), self._argv(tmp)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         self._process = subprocess.Popen(argv, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -93,23 +105,33 @@ class LabServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self._process.returncode} before answering:\n"
-                                   f"{self.log_tail()}")
+                raise RuntimeError(f"`{' '.join(argv[:2])}` exited with {self._process.returncode} before "
+                                   f"answering on {self.status_path}:\n{self.log_tail()}")
             try:
-                self.api("GET", "/api/status")
+                self.api("GET", self.status_path, timeout=5)
                 return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.3)
         self.stop()
-        raise RuntimeError(f"jupyter lab did not answer on {self.url} within {timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"the server did not answer on {self.url}{self.status_path} within {timeout:.0f} s:\n"
+                           f"{self.log_tail()}")
 
-    def api(self, method: str, path: str) -> Any:
-        """Call the server's REST API with the token; the parsed JSON body, or None."""
-        request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            body = response.read()
-        return json.loads(body) if body else None
+    def api(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        """Call the server with the token, `body` sent as JSON; the decoded JSON answer, or None.
+
+        An HTTP error names the request and carries the server's answer in its message.
+        """
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}",
+                                                  "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout or self.request_timeout) as response:
+                answer = response.read()
+        except urllib.error.HTTPError as error:
+            error.msg = f"{method} {path}: {error.msg}: {error.read()[:2000].decode(errors='replace')}"
+            raise
+        return json.loads(answer) if answer else None
 
     def shutdown_kernels(self, wait: bool = True) -> None:
         """Stop every running kernel (each holds ~0.6 GB of TensorFlow); in the background unless `wait`.

@@ -48,13 +48,13 @@ def tiny_solution() -> nbformat.NotebookNode:
     return nb
 
 
-def make_course(root: Path) -> Path:
-    """An nbgrader course with 01_basic_tape and 09_fixture released."""
+def make_course(root: Path, name: str = "course") -> Path:
+    """An nbgrader course `root/name` with 01_basic_tape and 09_fixture released."""
     solutions = root / "solutions"
     solutions.mkdir(parents=True)
     shutil.copy(SOLUTIONS / f"{BASIC}.ipynb", solutions)
     nbformat.write(tiny_solution(), solutions / f"{TINY}.ipynb")
-    course = root / "course"
+    course = root / name
     prepare_course(course, [BASIC, TINY], solutions=solutions)
     return course
 
@@ -79,9 +79,13 @@ def fill(course: Path, notebook: str, answers: dict[str, str], extra: list[str] 
     return nb
 
 
-def write(nb: nbformat.NotebookNode, path: Path) -> Path:
+def write(nb: nbformat.NotebookNode, path: Path, age: float = 0) -> Path:
+    """Write `nb` at `path`; `age` seconds > 0 dates the file that far back (an older submission)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
+    if age:
+        when = path.stat().st_mtime - age
+        os.utime(path, (when, when))
     return path
 
 
@@ -115,7 +119,7 @@ def load_report(path: Path) -> dict:
 
 def by_student(report: dict, student: str, notebook: str = BASIC) -> dict:
     matches = [s for s in report["submissions"]
-               if s["student"] == student and s["notebook"] == notebook and s["status"] != "duplicate"]
+               if s["student"] == student and s["notebook"] == notebook and s["status"] not in ("duplicate", "superseded")]
     assert len(matches) == 1, (student, notebook, matches)
     return matches[0]
 

@@ -141,7 +141,9 @@ def test_strip_hidden_removes_regions_and_quoting_outputs():
     assert TINY_HIDDEN not in "".join(test.outputs[0].traceback)
 
 
-def test_progress_bar_only_on_a_terminal():
+def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
+    """Is progress a redrawn bar (count, rate, ETA) on a terminal, one plain line per notebook in a log, and
+    is a step said as its own line in both, with no control character from a student id?"""
     class Tty(io.StringIO):
         def isatty(self):
             return True
@@ -149,9 +151,13 @@ def test_progress_bar_only_on_a_terminal():
     bar = Progress(4, stream)
     bar.advance("alice")
     assert "1/4" in stream.getvalue() and "ETA" in stream.getvalue() and "/min" in stream.getvalue()
+    bar.say("refreshing")
+    assert stream.getvalue().endswith("\ntapelab grade: refreshing\n")
     plain = io.StringIO()
-    Progress(4, plain).advance("x")
-    assert plain.getvalue() == ""
+    log = Progress(4, plain)
+    log.say("opening")
+    log.advance("x\x1b[2J: graded")
+    assert plain.getvalue() == "tapelab grade: opening\n[1/4] x?[2J: graded\n"
 
 
 def test_local_grading_never_imports_dask():

@@ -57,7 +57,7 @@ def graded(tmp_path_factory, cluster, template):
     write(fill(template, TINY, tiny("0")), inbox / f"blank_{TINY}.ipynb")
     (inbox / f"carl_{TINY}.ipynb").write_text("{not json")
     (inbox / "zed_99_nothing.ipynb").write_text("{}")
-    write(fill(template, TINY, {}), inbox / "zz" / "dup" / f"ref_{TINY}.ipynb")  # a second copy for ref
+    write(fill(template, TINY, {}), inbox / "zz" / "dup" / f"ref_{TINY}.ipynb", age=3600)  # an older copy for ref
     runs = {}
     for name, args in (("local", ["--jobs", "2"]), ("dask", ["--scheduler", cluster.address])):
         course = root / name
@@ -75,7 +75,7 @@ def test_same_statuses_and_scores_as_the_local_pool(graded):
     assert dask == local
     statuses = {status for status, *_ in local.values()}
     assert {"graded", "timed_out", "kernel_died", "output_limit", "invalid_notebook", "unknown_notebook",
-            "duplicate", "missing_notebook"} <= statuses, statuses
+            "superseded", "missing_notebook"} <= statuses, statuses
     assert graded["local"]["report"]["counts"] == graded["dask"]["report"]["counts"]
 
 

@@ -12,11 +12,12 @@ import sys
 
 import pytest
 
-from grade_fixtures import (BASIC, TINY, TINY_HIDDEN, by_student, cell_scores, fill, load_report, make_course,
-                            outputs_text, partial, reference, run_grade, tiny, write)
+from grade_fixtures import (BASIC, TINY, by_student, cell_scores, fill, load_report, make_course,
+                            outputs_text, partial, reference, tiny, write)
 from course import round_trip_submissions
 from tapelab.grading.handback import hidden_lines
 from tapelab.grading.report import ENTRY_FIELDS
+from tapelab.grading.standings import CSV_FIELDS
 from tapelab.paths import SOLUTIONS
 from tapelab.release import nbgrader_env
 
@@ -94,7 +95,7 @@ def run(tmp_path_factory):
                           other=str(course / "submitted" / "jo_ann" / BASIC / f"{BASIC}.ipynb"),
                           inbox=str(inbox / "jo_ann" / f"{BASIC}.ipynb"), port=listener.getsockname()[1])
     write(fill(course, BASIC, ref), inbox / "jo_ann" / f"{BASIC}.ipynb")
-    write(fill(course, BASIC, {}), inbox / f"jo_ann_{BASIC}.ipynb")  # a stale second copy: duplicate
+    write(fill(course, BASIC, {}), inbox / f"jo_ann_{BASIC}.ipynb", age=3600)  # an older second copy: superseded
     write(fill(course, TINY, tiny()), inbox / f"jo_ann_{TINY}.ipynb")
     write(fill(course, BASIC, {}), inbox / "blank" / f"{BASIC}.ipynb")
     write(fill(course, BASIC, answers), inbox / "submitted" / "pat" / BASIC / f"{BASIC}.ipynb")
@@ -159,9 +160,10 @@ def test_unknown_notebook(run):
     assert BASIC in entry["reason"], entry
 
 
-def test_duplicate_keeps_the_first_in_name_order(run):
+def test_an_older_copy_is_superseded_by_the_newer(run):
+    """Of two files of one student and notebook, is the older `superseded`, naming the newer one that was graded?"""
     entry = next(s for s in run["report"]["submissions"] if s["source"] == f"jo_ann_{BASIC}.ipynb")
-    assert entry["status"] == "duplicate" and f"jo_ann/{BASIC}.ipynb" in entry["reason"], entry
+    assert entry["status"] == "superseded" and f"jo_ann/{BASIC}.ipynb" in entry["reason"], entry
 
 
 def test_missing_notebook_scores_zero(run):
@@ -189,10 +191,14 @@ def test_report_schema_and_counts(run):
 
 
 def test_grades_csv_matches_the_report(run):
+    """Does every scored entry of the report have its score in grades.csv, and grades.csv one row per
+    gradebook student and notebook, as the report's `gradebook` lists them?"""
     rows = list(csv.DictReader((run["course"] / "grades.csv").open()))
-    assert list(rows[0]) == ["student", "assignment", "notebook", "score", "max_score"]
+    assert tuple(rows[0]) == CSV_FIELDS
+    table = {(r["student"], r["notebook"]): float(r["score"]) for r in rows}
     scored = {(s["student"], s["notebook"]): s["score"] for s in run["report"]["submissions"] if s["score"] is not None}
-    assert {(r["student"], r["notebook"]): float(r["score"]) for r in rows} == scored
+    assert scored and {key: table[key] for key in scored} == scored
+    assert table == {(g["student"], g["notebook"]): g["score"] for g in run["report"]["gradebook"]}
 
 
 def test_log_has_one_line_per_submission(run):

@@ -26,7 +26,7 @@ from tapelab.release import nbgrader_env
 
 FAULTS = r'''
 import json, os, signal, sys
-from tapelab.grading import pools, run
+from tapelab.grading import outcomes, pools, run
 
 spec = json.loads(os.environ.get("TAPELAB_TEST_FAULTS", "{}"))
 found = run.discover
@@ -77,7 +77,7 @@ def crash(*args, **kwargs):
 
 if __name__ == "__main__":  # not in the pool's worker processes, which import this file again
     if spec.get("crash"):
-        run.reports.build_report = crash
+        outcomes.reports.build_report = crash
     run.discover = discover
     pools.LocalPool.finished = faulty
     from tapelab.cli import main
@@ -165,8 +165,10 @@ def test_malformed_worker_results_are_infra_error_for_that_submission_only(main_
         assert entry["score"] is None
     dropped = by_student(report, "m_dropped", TINY)
     assert dropped["status"] == "infra_error" and "without a result" in dropped["reason"], dropped
-    graded = {row["student"] for row in _grades_csv(course)}
+    rows = {row["student"]: row for row in _grades_csv(course) if row["notebook"] == TINY}
+    graded = {student for student, row in rows.items() if row["status"] == "graded"}
     assert {"ann", "ben"} <= graded and not graded & {*MALFORMED, "m_dropped", "gone", "swapped"}
+    assert {rows[s]["status"] for s in (*MALFORMED, "m_dropped", "gone", "swapped")} == {"infra_error"}
     assert by_student(report, "ben", TINY)["status"] == "graded"
 
 
@@ -175,8 +177,10 @@ def test_a_student_folder_without_a_notebook_scores_zero_of_the_notebooks_points
     _, report, _, _ = main_run
     entry = by_student(report, "nobody", TINY)
     assert (entry["status"], entry["score"], entry["max_score"]) == ("missing_notebook", 0.0, 1.0)
-    assert {"student": "nobody", "assignment": TINY, "notebook": TINY, "score": "0.0", "max_score": "1.0"} \
-        in _grades_csv(course)
+    rows = [{k: r[k] for k in ("student", "assignment", "notebook", "score", "max_score", "status")}
+            for r in _grades_csv(course)]
+    assert {"student": "nobody", "assignment": TINY, "notebook": TINY, "score": "0.0", "max_score": "1.0",
+            "status": "missing_notebook"} in rows
 
 
 def test_log_lines_parse_back_to_exactly_the_runs_events(main_run):
@@ -227,7 +231,7 @@ def test_a_failing_pool_ends_the_run_with_a_report_and_the_rest_infra_error(cour
         if entry["status"] == "infra_error":
             assert "the worker pool failed (RuntimeError: injected pool fault)" in entry["reason"], entry
     graded = {e["student"] for e in entries if e["status"] == "graded"}
-    assert graded == {row["student"] for row in _grades_csv(course)} & {"p1", "p2", "p3"}
+    assert graded == {row["student"] for row in _grades_csv(course) if row["status"] == "graded"} & {"p1", "p2", "p3"}
 
 
 def test_sigterm_writes_the_report_of_what_was_done_and_exits_143(course, faults, tmp_path):
@@ -247,7 +251,7 @@ def test_sigterm_writes_the_report_of_what_was_done_and_exits_143(course, faults
     assert entries["t1"]["status"] == "graded", entries
     assert all(e["status"] == "infra_error" and "stopped by SIGTERM" in e["reason"]
                for s, e in entries.items() if s != "t1"), entries
-    assert "t1" in {row["student"] for row in _grades_csv(course)}
+    assert "t1" in {row["student"] for row in _grades_csv(course) if row["status"] == "graded"}
 
 
 def test_a_bug_in_the_grader_ends_in_a_message_and_a_logged_traceback(course, faults, tmp_path):
@@ -365,7 +369,8 @@ def test_unwritable_report_or_course_is_refused_before_grading(course, main_run,
 
 def test_a_course_set_up_killed_half_way_is_set_up_again(tmp_path):
     """After SIGKILL during the first run's course set-up, does the next run notice, clear the folder, set it up
-    again and grade (exit 0), instead of grading against half a course or failing confusingly?"""
+    again (saying each step) and tell that the empty inbox holds nothing to grade (exit 2), instead of grading
+    against half a course or failing confusingly?"""
     course, inbox = tmp_path / "course", tmp_path / "inbox"
     inbox.mkdir()
     cmd = [sys.executable, "-m", "tapelab.cli", "grade", str(inbox), "--course", str(course)]
@@ -380,8 +385,8 @@ def test_a_course_set_up_killed_half_way_is_set_up_again(tmp_path):
     released = {p.parent.name for p in (course / "release").glob("*/*.ipynb")}
     assert (course / "nbgrader_config.py").exists() and released != set(names), "not killed half way"
 
-    result = run_grade(inbox, course)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_grade(inbox, course)  # the inbox is empty: set up, then "nothing to grade" (exit 2)
+    assert result.returncode == 2 and "nothing to grade" in result.stderr, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     assert "was interrupted before it completed: it was cleared and set up again" in result.stderr
     assert {p.parent.name for p in (course / "release").glob("*/*.ipynb")} == set(names)

@@ -10,6 +10,7 @@ import os
 import struct
 import unicodedata
 import zipfile
+from datetime import datetime, timezone
 
 import nbformat
 import pytest
@@ -17,23 +18,33 @@ import pytest
 from grade_fixtures import TINY, fill, load_report, make_course, run_grade, tiny
 from tapelab.grading import archive
 from tapelab.grading.inputs import InputError, discover
-from tapelab.grading.report import write_grades_csv
+from tapelab.grading.standings import Standing, write_grades_csv
 from tapelab.grading.statuses import FINAL, GRADED_STATUSES, STATUSES
 
 KNOWN = {"01_basic_tape": "01_basic_tape", TINY: TINY}
 NB = f"_{TINY}.ipynb"
 NFC, NFD = unicodedata.normalize("NFC", "José"), unicodedata.normalize("NFD", "José")
+WHEN = (2026, 5, 1, 10, 0, 0)  # every file's time: the newest-wins rule never depends on when a test wrote it
+
+
+def _standing(student: str, score: float, max_score: float = 1.0) -> Standing:
+    """A grades.csv row of the 09_fixture notebook."""
+    return Standing(student, None, None, TINY, TINY, None, score, 0.0, score, max_score, False, False, True)
 
 
 def _zip(path, entries, compression=zipfile.ZIP_DEFLATED):
-    """A zip of (name or ZipInfo, bytes) pairs; a name ending in `/` is a folder entry."""
+    """A zip of (name or ZipInfo, bytes) pairs, every named entry dated WHEN; a name ending in `/` is a folder."""
     with zipfile.ZipFile(path, "w", compression) as zf:
         for name, data in entries:
+            if isinstance(name, str):
+                name = zipfile.ZipInfo(name, WHEN)
+                name.compress_type = compression
             zf.writestr(name, data)
     return path
 
 
 def _folder(root, entries):
+    """The entries as files and folders under `root`, every file dated WHEN."""
     for name, data in entries:
         path = root / name
         if name.endswith("/"):
@@ -41,6 +52,7 @@ def _folder(root, entries):
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+            os.utime(path, (datetime(*WHEN, tzinfo=timezone.utc).timestamp(),) * 2)
     return root
 
 
@@ -223,15 +235,16 @@ def test_one_student_keeps_one_spelling_across_notebooks(tmp_path):
         (None, "Bob", TINY), (None, "Bob", "01_basic_tape")]
 
 
-def test_timestamp_beside_a_zipped_notebook_is_kept_within_a_bound(tmp_path):
-    """Is nbgrader's timestamp.txt beside a zipped notebook copied next to it, and one past 1 KB dropped
-    while the notebook is still read?"""
+def test_timestamp_beside_a_zipped_notebook_is_read_within_a_bound(tmp_path):
+    """Does nbgrader's timestamp.txt beside a zipped notebook give its submission time, and is one past
+    1 KB ignored (the entry's own time used) while the notebook is still read?"""
     rows = _rows(_zip(tmp_path / "a.zip", [
-        (f"submitted/bob/{TINY}/{TINY}.ipynb", b"{}"), (f"submitted/bob/{TINY}/timestamp.txt", b"2026-05-01 10:00:00"),
+        (f"submitted/bob/{TINY}/{TINY}.ipynb", b"{}"), (f"submitted/bob/{TINY}/timestamp.txt", b"2026-05-02 09:30:00"),
         (f"submitted/eve/{TINY}/{TINY}.ipynb", b"{}"), (f"submitted/eve/{TINY}/timestamp.txt", b"9" * 2000)]), tmp_path)
     bob, eve = rows[f"submitted/bob/{TINY}/{TINY}.ipynb"], rows[f"submitted/eve/{TINY}/{TINY}.ipynb"]
-    assert (bob.path.parent / "timestamp.txt").read_bytes() == b"2026-05-01 10:00:00"
-    assert eve.status is None and not (eve.path.parent / "timestamp.txt").exists()
+    assert (bob.submitted_at.isoformat(), bob.time_origin) == ("2026-05-02T09:30:00+00:00", "timestamp.txt")
+    assert eve.status is None and eve.path.read_bytes() == b"{}"
+    assert (eve.submitted_at.isoformat(), eve.time_origin) == ("2026-05-01T10:00:00+00:00", "file time")
 
 
 def _undecodable_zip(tmp_path):
@@ -257,9 +270,8 @@ def test_undecodable_names_are_escaped_and_reported(tmp_path, build):
     bad = rows[f"caf\\xe9{NB}"]
     assert (bad.status, bad.student) == ("bad_name", "caf\\xe9") and "not UTF-8" in bad.reason
     assert rows[f"zoë{NB}"].status is None and rows[f"zoë{NB}"].student == "zoë"
-    json.dumps([dataclasses.asdict(c) | {"path": str(c.path)} for c in rows.values()], ensure_ascii=False)
-    write_grades_csv(tmp_path / "g.csv", [{"student": bad.student, "assignment": TINY, "notebook": TINY,
-                                           "score": 0.0, "max_score": 1.0}])
+    json.dumps([dataclasses.asdict(c) | {"path": str(c.path)} for c in rows.values()], ensure_ascii=False, default=str)
+    write_grades_csv(tmp_path / "g.csv", [_standing(bad.student, 0.0)])
     assert "caf\\xe9" in (tmp_path / "g.csv").read_text(encoding="utf-8")
 
 
@@ -350,14 +362,12 @@ def test_grades_csv_neutralises_formulas_and_keeps_numbers(tmp_path):
     """Does a student id that starts with `=`, `+`, `-`, `@`, tab or CR reach grades.csv as text
     (a leading `'`), while scores stay plain numbers?"""
     ids = ['=HYPERLINK("http://x","y")', "@SUM(1)", "+1", "-2", "\tx", "\rx", "plain"]
-    entries = [{"student": s, "assignment": TINY, "notebook": TINY, "score": -1.5 if s == "plain" else 1.0,
-                "max_score": 1} for s in ids]
-    write_grades_csv(tmp_path / "g.csv", entries)
+    write_grades_csv(tmp_path / "g.csv", [_standing(s, -1.5 if s == "plain" else 1.0) for s in ids])
     with open(tmp_path / "g.csv", newline="", encoding="utf-8") as handle:
         rows = {r["student"]: r for r in csv.DictReader(handle)}
     assert set(rows) == {"'" + s for s in ids[:-1]} | {"plain"}, rows
     assert rows["plain"]["score"] == "-1.5" and rows["'@SUM(1)"]["score"] == "1.0"
-    assert all(r["max_score"] == "1" for r in rows.values())
+    assert all(r["max_score"] == "1.0" for r in rows.values())
 
 
 # -- one real run: the rows reach report.json and grades.csv ----------------------------------------------------

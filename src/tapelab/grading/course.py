@@ -15,6 +15,7 @@ import ast
 import fcntl
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from tapelab.grading.gradebook import GradebookError, check_url, first_use, insp
 from tapelab.grading.records import Unwritable, atomic_write_text, check_writable
 from tapelab.paths import assignment_names
 
-__all__ = ["Course", "CourseError", "open_course"]
+__all__ = ["Course", "CourseError", "ensure_exchange", "open_course"]
 
 CONFIG_FILE = "nbgrader_config.py"
 LOCK_FILE = ".tapelab-grade.lock"
@@ -107,11 +108,12 @@ def _lock(root: Path):
     return handle
 
 
-def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | None = None) -> Course:
+def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | None = None,
+                say: Callable[[str], None] = lambda message: None) -> Course:
     """Load the course in `root`, setting it up from solutions/ first when it is missing or empty.
 
     `db_url` (`--db`) names the gradebook of a new course folder and is written into its config;
-    an existing course keeps the gradebook its config names.
+    an existing course keeps the gradebook its config names. `say` is told each step of a set-up.
     """
     root = root.resolve()
     if root.exists() and not root.is_dir():
@@ -124,7 +126,7 @@ def open_course(root: Path, notebooks: list[str] | None = None, db_url: str | No
     _check_writable(root)
     lock = _lock(root)
     try:
-        course = _open_locked(root, notebooks, db_url)
+        course = _open_locked(root, notebooks, db_url, say)
     except (GradebookError, CourseError):
         lock.close()
         raise
@@ -152,7 +154,7 @@ def _setup_state(root: Path) -> str:
     return "ready" if marker.read_text(errors="replace").strip() == "complete" else "started"
 
 
-def _set_up(root: Path, notebooks: list[str] | None, db_url: str | None) -> None:
+def _set_up(root: Path, notebooks: list[str] | None, db_url: str | None, say: Callable[[str], None]) -> None:
     """Release the solution notebooks into `root`, between the "started" and "complete" markers."""
     from tapelab.release import ReleaseError, prepare_course
 
@@ -160,9 +162,11 @@ def _set_up(root: Path, notebooks: list[str] | None, db_url: str | None) -> None
     if not names:
         raise CourseError("no solution notebooks to release in solutions/")
     atomic_write_text(root / SETUP_MARKER, "started\n")
+    say(f"setting up the new course folder {root} from solutions/: releasing {len(names)} notebook(s) with "
+        "nbgrader (several seconds each, once per course folder)")
     try:
         with setup_lock(db_url or f"sqlite:///{root / 'gradebook.db'}"):
-            prepare_course(root, names, db_url=db_url)
+            prepare_course(root, names, db_url=db_url, say=say)
     except ReleaseError as error:
         raise CourseError(str(error)) from None
     atomic_write_text(root / SETUP_MARKER, "complete\n")
@@ -179,7 +183,7 @@ def _clear_interrupted(root: Path) -> None:
             path.unlink()
 
 
-def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) -> Course:
+def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, say: Callable[[str], None]) -> Course:
     if db_url:
         check_url(db_url)
     notes = []
@@ -192,7 +196,7 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) ->
         if db_url:
             inspect_gradebook(db_url)
         os.chmod(root, 0o700)
-        _set_up(root, notebooks, db_url)
+        _set_up(root, notebooks, db_url, say)
     if not (root / CONFIG_FILE).is_file():
         raise CourseError(
             f"--course {root} is not an nbgrader course (no {CONFIG_FILE}): pass an empty or new "
@@ -212,4 +216,38 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None) ->
     if not known:
         raise CourseError(f"the gradebook {redact(configured)} of {root} has no released notebooks: run "
                           "`nbgrader generate_assignment NAME` there, or start from an empty folder")
+    exchange = ensure_exchange(root, known)
+    if exchange:  # the config may have been extended
+        notes += exchange
+        config = _load_config(root)
     return Course(root, config, configured, known, notes=notes)
+
+
+def ensure_exchange(root: Path, known: dict[str, str]) -> list[str]:
+    """Give a course folder tapelab set up its nbgrader exchange, with every assignment of `known`
+    (notebook -> assignment) released into it; return notes for the instructor.
+
+    A folder set up before the exchange existed gets release.EXCHANGE_CONFIG appended to its config.
+    A course made by hand, or one whose exchange is outside its folder (shared with students), is left
+    alone. Cheap once done: the config is read and each assignment's outbound folder looked at.
+    """
+    from tapelab import release
+
+    marker = root / SETUP_MARKER
+    if not marker.is_file() or _setup_state(root) != "ready":
+        return []
+    notes = []
+    config_file = root / CONFIG_FILE
+    if "root" not in _load_config(root).Exchange:
+        atomic_write_text(config_file, f"{config_file.read_text()}\n{release.EXCHANGE_CONFIG}",
+                          mode=config_file.stat().st_mode & 0o777)
+        notes.append(f"{config_file} now puts an nbgrader exchange in {root / 'exchange'} (this course folder was "
+                     "set up by an earlier tapelab), so `nbgrader release_feedback NAME` run there hands feedback back")
+    try:
+        released = release.release_to_exchange(root, known.values())
+    except release.ReleaseError as error:
+        return [*notes, f"{error}; until then formgrader lists that assignment as draft"]
+    if released:
+        notes.append(f"released {', '.join(released)} into the exchange in {root / 'exchange'} (private to the "
+                     "course folder: students cannot fetch from it), so formgrader lists them as released")
+    return notes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 import jsonschema
@@ -19,8 +20,11 @@ from nbformat import NotebookNode
 from tapelab.grading.course import Course
 from tapelab.grading.records import atomic_write_text
 
-__all__ = ["RESULT_SCHEMA", "MalformedResult", "executed_notebook", "record_submission", "save_grades", "scores",
+__all__ = ["RESULT_SCHEMA", "MalformedResult", "executed_notebook", "record_submission", "record_ungraded",
+           "save_grades", "explain", "review_note", "name_students", "scores",
            "max_scores"]
+
+_ORIGINAL_CHARS = 2000  # of each replaced cell quoted in a review note
 
 # What `worker.execute` returns.
 RESULT_SCHEMA = {
@@ -67,7 +71,8 @@ def _resources(course: Course, student: str, assignment: str, notebook: str) -> 
 
 
 def record_submission(course: Course, student: str, assignment: str, submitted: Path) -> None:
-    """Create the student and the submission (with its timestamp.txt, if any) in the gradebook."""
+    """Create the student and the submission in the gradebook, at the time of the timestamp.txt beside
+    `submitted` (written for every submission, see `refresh.ensure_submission_files`)."""
     from nbgrader.api import Gradebook
     from nbgrader.coursedir import CourseDirectory
 
@@ -79,6 +84,86 @@ def record_submission(course: Course, student: str, assignment: str, submitted: 
             gb.update_or_create_submission(assignment, student, timestamp=timestamp)
         else:
             gb.update_or_create_submission(assignment, student)
+
+
+def name_students(course: Course, people: dict[str, dict]) -> None:
+    """Create or update each student with the names (and email, LMS id) given, leaving out unknown values."""
+    from nbgrader.api import Gradebook
+
+    if not people:
+        return
+    with Gradebook(course.db_url) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for student, names in sorted(people.items()):
+            gb.update_or_create_student(student, **{k: v for k, v in names.items() if v})
+
+
+def record_ungraded(course: Course, student: str, assignment: str, notebook: str, reason: str,
+                    submitted_at: datetime | None) -> bool:
+    """Give a notebook that could not be graded a submission scoring 0, with `reason` as the comment of
+    its first answer, and the released notebook as its autograded copy (so formgrader can open it and
+    feedback be handed back like any other).
+
+    Never replaces a submission the gradebook holds (a grade, or a manual score); returns whether it
+    recorded one.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from tapelab.grading.refresh import ensure_submission_files
+
+    with Gradebook(course.db_url) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gb.update_or_create_student(student)
+        try:
+            gb.find_submission(assignment, student)
+            return False
+        except MissingEntry:
+            pass
+    ensure_submission_files(course, student, assignment, submitted_at)
+    submitted = course.path("submitted", student, assignment, notebook)
+    record_submission(course, student, assignment, submitted)
+    with Gradebook(course.db_url) as gb:
+        for nb in gb.find_submission(assignment, student).notebooks:
+            for grade in nb.grades:
+                grade.auto_score, grade.needs_manual_grade = 0.0, False
+            for comment in nb.comments:
+                comment.auto_comment = "No response."
+        gb.db.commit()
+    explain(course, student, assignment, notebook, f"Not graded: {reason}. Scored 0.")
+    target = course.path("autograded", student, assignment, notebook)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, nbformat.writes(course.release_notebook(assignment, notebook)))
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        shutil.copy(submitted.parent / name, target.parent / name)
+    return True
+
+
+def explain(course: Course, student: str, assignment: str, notebook: str, text: str) -> None:
+    """Put `text` (prefixed `tapelab:`) first in the comment of the notebook's first answer cell, where
+    formgrader shows it in the comment box and the feedback page under the answer."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        nb = gb.find_submission_notebook(notebook, assignment, student)
+        order = {cell.name: i for i, cell in enumerate(nb.notebook.source_cells)}
+        comments = sorted(nb.comments, key=lambda c: order.get(c.cell.name, len(order)))
+        if comments:
+            first = comments[0]
+            # Flags and cells quote the student: lone surrogates and NUL would not store as text.
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+            first.auto_comment = "\n\n".join(filter(None, [f"tapelab: {text}", first.auto_comment]))
+            gb.db.commit()
+
+
+def review_note(flags: list[str], kept: Path, originals: list[tuple[str, str]]) -> str:
+    """Why a submission waits for review, where the file as sent is kept, and the student's own version of
+    every locked cell that was restored (bounded), for formgrader's comment box and the feedback page."""
+    lines = ["this submission needs review: " + "; ".join(flags) + ".",
+             f"The file as the student sent it is kept unchanged at {kept} in the course folder."]
+    for gid, source in originals:
+        shown = source if len(source) <= _ORIGINAL_CHARS else source[:_ORIGINAL_CHARS] + " [...]"
+        lines.append(f"The student's version of locked cell {gid}, replaced by the release's:\n{shown}")
+    return "\n".join(lines)
 
 
 def save_grades(course: Course, nb: NotebookNode, student: str, assignment: str, notebook: str,

@@ -44,8 +44,8 @@ from tapelab.grading.course import Course
 from tapelab.grading.hidden import split
 from tapelab.grading.records import atomic_write_text
 
-__all__ = ["CutHiddenTests", "InertNotebook", "configure_feedback", "hidden_lines", "markdown2html",
-           "strip_hidden", "write_feedback"]
+__all__ = ["CutHiddenTests", "InertNotebook", "configure_feedback", "feedback_exporter", "hidden_lines",
+           "markdown2html", "strip_hidden", "write_feedback"]
 
 PAGE = Path(__file__).with_name("templates") / "tapelab_feedback.html.j2"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -300,8 +300,9 @@ def configure_feedback(c: Config) -> Config:
     return c
 
 
-def _exporter(course: Course):
-    """The exporter nbgrader's GenerateFeedback builds, from the course config with `configure_feedback`."""
+def feedback_exporter(course: Course):
+    """The exporter nbgrader's GenerateFeedback builds, from the course config with `configure_feedback`
+    (reusable across pages, as nbgrader's converter uses it)."""
     from nbgrader.converters import GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
 
@@ -313,13 +314,14 @@ def _exporter(course: Course):
     return exporter
 
 
-def write_feedback(course: Course, student: str, assignment: str, notebook: str) -> Path:
-    """Render feedback/<student>/<assignment>/<notebook>.html from the autograded notebook."""
+def write_feedback(course: Course, student: str, assignment: str, notebook: str, exporter=None) -> Path:
+    """Render feedback/<student>/<assignment>/<notebook>.html from the autograded notebook (with
+    `exporter`, from `feedback_exporter`, when many pages are rendered)."""
     nb = nbformat.read(course.path("autograded", student, assignment, notebook), as_version=4)
     resources = {"nbgrader": {"student": student, "assignment": assignment, "notebook": notebook,
                               "db_url": course.db_url}, "unique_key": notebook,
                  "output_files_dir": f"{notebook}_files"}
-    page, _ = _exporter(course).from_notebook_node(nb, resources=resources)
+    page, _ = (exporter or feedback_exporter(course)).from_notebook_node(nb, resources=resources)
     target = course.path("feedback", student, assignment, notebook, ext=".html")
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, page)

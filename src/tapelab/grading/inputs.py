@@ -7,42 +7,52 @@ Accepted names (relative to PATH, or inside the zip):
     <student>/<notebook>.ipynb                          one folder per student
     <student>_<notebook>.ipynb                          flat, as LMS downloads are; at any depth
 
-Notebook names start with two digits (`01_basic_tape`). A student id may contain underscores: a
-flat name is split at the `_NN_` that starts a known notebook name (`jo_ann_01_basic_tape.ipynb`
-is student `jo_ann`). Hidden files, `__MACOSX/`, `.ipynb_checkpoints/` and non-notebook files are
-ignored.
+Notebook names start with two digits (`01_basic_tape`), with or without the copy number an LMS adds
+to a re-uploaded file (`01_basic_tape-1`). A student id may contain underscores: a flat name is split
+at the `_NN_` that starts a known notebook name (`jo_ann_01_basic_tape.ipynb` is student `jo_ann`).
+The student part of a flat name or of a student folder is read by `lms.parse` (Blackboard, Canvas,
+Moodle, a time at the end): `doejane_12345_67890` is Canvas's student `doejane_12345`. nbgrader's
+layouts take the student id as it is. Hidden files, `__MACOSX/`, `.ipynb_checkpoints/` and
+non-notebook files are ignored.
+
+Each file's submission time (`Candidate.submitted_at`, UTC) is nbgrader's `timestamp.txt` in its
+folder, else the time in its LMS name, else the file's time (a folder file's mtime, a zip entry's
+time, see `archive`). The newest file of a student's notebook is graded, the older ones are
+`superseded`, unless `--prefer` names one (the rule: `lms`).
 
 Names are data, never paths: a zip entry is judged from its name string and copied, with a bound,
 to a path chosen here (`scratch/<entry number>/`); a folder is walked without following links.
 Every notebook file, link or special file ends as a Candidate, with a status when it cannot be
-graded (`bad_name`, `unsafe_path`, `too_large`, `unreadable`, `unknown_notebook`, `duplicate`), and
-a student folder without any notebook as a `missing_notebook` Candidate. Student ids are NFC
-normalised, and compared ignoring case, so two files for one student and notebook never both count.
+graded (`bad_name`, `unsafe_path`, `too_large`, `unreadable`, `unknown_notebook`, `superseded`,
+`duplicate`), and a student folder without any notebook as a `missing_notebook` Candidate. Student
+ids are NFC normalised, and compared ignoring case, so two files for one student and notebook never
+both count.
 """
 from __future__ import annotations
 
 import os
-import re
-import stat
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
-from tapelab.grading.archive import MAX_ENTRY_BYTES, Archive, Entry, EntryError, ZipRejected
+from tapelab.grading import lms
+from tapelab.grading.archive import (MAX_ENTRY_BYTES, MAX_PART_BYTES, Archive, Entry, EntryError, ZipRejected,
+                                     from_unix, mode_kind, name_parts, name_problem, read_regular, shown)
+from tapelab.grading.lms import guess_student, is_older, notebook_name, split_flat_name
 
-__all__ = ["Candidate", "InputError", "discover", "shown", "split_flat_name"]
+__all__ = ["Candidate", "InputError", "discover", "is_older", "shown", "split_flat_name", "student_problem"]
 
-_NN = re.compile(r"_(?=\d\d_)")
-_SEPARATORS = re.compile(r"[/\\]")
+_STAMP = "timestamp.txt"
 _SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints", "__pycache__"}
 _SUFFIX = ".ipynb"
 _MAX_STUDENT_CHARS = 128  # nbgrader's Student.id column
-_MAX_PART_BYTES, _MAX_NAME_BYTES = 255, 4095  # what Linux, macOS and Windows file systems store
 _MAX_TIMESTAMP_BYTES = 1024
 
 
 class InputError(ValueError):
-    """PATH cannot be read at all (missing, not a folder or zip, a broken zip)."""
+    """PATH cannot be read at all (missing, not a folder or zip, a broken zip), or --prefer names no input."""
 
 
 @dataclass
@@ -56,36 +66,21 @@ class Candidate:
     notebook: str | None = None
     status: str | None = None  # set when the file is rejected before grading
     reason: str = ""
+    submitted_at: datetime | None = None  # when it was submitted (aware, UTC); see the module docstring
+    time_origin: str = ""  # "timestamp.txt", "file name" or "file time"; "" when no time is known
+    first_name: str | None = None  # when the LMS name format gives names (Moodle)
+    last_name: str | None = None
+    upload: int | None = None  # the LMS's upload number (Canvas's attachment id): orders files of one time
+    preferred: bool = False  # named by --prefer: graded for its student and notebook whatever its time
 
 
-def _escaped(char: str) -> str:
-    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8, kept by surrogateescape
-        return char.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
-    return char.encode("unicode_escape").decode("ascii")
-
-
-def shown(text: str, limit: int = 500) -> str:
-    """`text` fit to print or store: undecodable bytes as `\\xNN`, invisible characters as escapes."""
-    out = "".join(c if c.isprintable() or c == " " else _escaped(c) for c in text[:limit])
-    return out if len(text) <= limit else f"{out}... ({len(text)} characters)"
-
-
-def split_flat_name(stem: str, known: dict[str, str]) -> tuple[str, str] | None:
-    """`jo_ann_01_basic_tape` -> (`jo_ann`, `01_basic_tape`) when the suffix is a known notebook."""
-    for match in _NN.finditer(stem):
-        student, notebook = stem[: match.start()], stem[match.end():]
-        if student and notebook in known:
-            return student, notebook
-    return None
-
-
-def _guess_student(stem: str) -> str | None:
-    match = _NN.search(stem)
-    return stem[: match.start()] if match and match.start() > 0 else None
-
-
-def _parts(name: str) -> tuple[str, ...]:
-    return tuple(p for p in _SEPARATORS.split(name) if p not in ("", "."))
+def _who(cand: Candidate, part: str) -> None:
+    """The student id, names, time and upload number that `lms.parse` reads in `part` (NFC)."""
+    name = lms.parse(unicodedata.normalize("NFC", part))
+    cand.student, cand.upload = name.student, name.upload
+    cand.first_name, cand.last_name = name.first_name, name.last_name
+    if name.submitted_at is not None:
+        cand.submitted_at, cand.time_origin = name.submitted_at, "file name"
 
 
 def _layout(parts: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
@@ -98,27 +93,16 @@ def _skipped(parts: tuple[str, ...]) -> bool:
     return any(p in _SKIP_PARTS or (p.startswith(".") and p != "..") for p in parts)
 
 
-def _name_problem(name: str) -> str | None:
-    """Why `name` cannot stand for a submission on every file system and screen, or None."""
-    if any("\udc80" <= c <= "\udcff" for c in name):
-        return "its name holds bytes that are not UTF-8 (shown as \\xNN)"
-    hidden = next((c for c in name if not (c.isprintable() or c == " ")), None)
-    if hidden is not None:
-        return f"its name holds the control or invisible character U+{ord(hidden):04X}"
-    if len(name.encode()) > _MAX_NAME_BYTES or any(len(p.encode()) > _MAX_PART_BYTES for p in _parts(name)):
-        return (f"its name is longer than file systems allow ({_MAX_PART_BYTES} bytes a folder or file, "
-                f"{_MAX_NAME_BYTES} in all)")
-    return None
+def student_problem(student: str) -> str | None:
+    """Why `student` (NFC) cannot be an nbgrader student id and a folder of the course, or None.
 
-
-def _student_problem(student: str) -> str | None:
-    """Why `student` (NFC) cannot be an nbgrader student id and a folder name, or None.
-
-    Separators and a leading dot never reach here: `_parts` splits on them and `_skipped` drops hidden names.
+    Inputs and the roster (`roster.read_roster`) are checked with it: an id is never a path.
     """
-    if len(student) > _MAX_STUDENT_CHARS or len(student.encode()) > _MAX_PART_BYTES:
-        return f"the student id is longer than {_MAX_STUDENT_CHARS} characters or {_MAX_PART_BYTES} bytes"
-    return None
+    if name_parts(student) != (student,) or student.startswith("."):
+        return "the student id is empty, holds `/` or `\\`, or starts with a dot"
+    if len(student) > _MAX_STUDENT_CHARS or len(student.encode()) > MAX_PART_BYTES:
+        return f"the student id is longer than {_MAX_STUDENT_CHARS} characters or {MAX_PART_BYTES} bytes"
+    return name_problem(student, "the student id")
 
 
 def _unsafe(entry: Entry, parts: tuple[str, ...], files: set[tuple[str, ...]]) -> str | None:
@@ -143,24 +127,29 @@ def _classify(rel: str, parts: tuple[str, ...], known: dict[str, str]) -> Candid
         parts = _layout(parts)[1]
     stem = parts[-1][: -len(_SUFFIX)] if parts[-1].lower().endswith(_SUFFIX) else parts[-1]
     cand = Candidate(rel, None)
-    if stem in known and len(parts) in (2, 3):
-        cand.student, cand.notebook = parts[0], stem
-        cand.assignment = parts[1] if len(parts) == 3 else known[stem]
-        if cand.assignment != known[stem]:
+    notebook = notebook_name(stem, known)
+    if notebook and len(parts) in (2, 3):
+        cand.notebook, cand.assignment = notebook, parts[1] if len(parts) == 3 else known[notebook]
+        if len(parts) == 2:
+            _who(cand, parts[0])
+        else:
+            cand.student = parts[0]
+        if cand.assignment != known[notebook]:
             cand.status = "unknown_notebook"
-            cand.reason = (f"notebook `{stem}` belongs to assignment `{known[stem]}`, "
-                           f"not `{shown(cand.assignment)}`: move it to {shown(parts[0])}/{known[stem]}/")
+            cand.reason = (f"notebook `{notebook}` belongs to assignment `{known[notebook]}`, "
+                           f"not `{shown(cand.assignment)}`: move it to {shown(parts[0])}/{known[notebook]}/")
     elif (split := split_flat_name(stem, known)) is not None:
-        cand.student, cand.notebook = split
-        cand.assignment = known[cand.notebook]
+        _who(cand, split[0])
+        cand.notebook, cand.assignment = split[1], known[split[1]]
     else:
-        cand.student = parts[0] if len(parts) >= 2 else _guess_student(stem)
+        if guess := parts[0] if len(parts) >= 2 else guess_student(stem):
+            _who(cand, guess)
         cand.status = "unknown_notebook"
         names = ", ".join(sorted(known)) or "none released"
         cand.reason = (f"`{rel}` does not name a released notebook ({names}); expected "
                        "<student>_<notebook>.ipynb, <student>/<notebook>.ipynb or "
                        "submitted/<student>/<assignment>/<notebook>.ipynb")
-        if stem in known:
+        if notebook:
             cand.reason = f"`{rel}` names notebook `{stem}` but no student: put it in a folder named after the student"
     if cand.student:
         cand.student = unicodedata.normalize("NFC", cand.student)
@@ -172,11 +161,11 @@ def _problem(entry: Entry, cand: Candidate, parts: tuple[str, ...],
     """(status, why) of the first reason not to grade `entry`, or None (also when `cand` has a status)."""
     if why := _unsafe(entry, parts, files):
         return "unsafe_path", why
-    if why := _name_problem(entry.name):
+    if why := name_problem(entry.name):
         return "bad_name", why
     if cand.status:
         return None
-    if why := _student_problem(cand.student):
+    if why := student_problem(cand.student):
         return "bad_name", why
     if entry.size > MAX_ENTRY_BYTES:
         return "too_large", f"it is {entry.size} bytes, more than the bound of {MAX_ENTRY_BYTES} for one notebook"
@@ -185,7 +174,7 @@ def _problem(entry: Entry, cand: Candidate, parts: tuple[str, ...],
 
 def _judge(entry: Entry, known: dict[str, str], files: set[tuple[str, ...]]) -> Candidate:
     """The Candidate for one notebook-named, link or special entry, from its name and kind only."""
-    parts = _parts(entry.name) or ("",)
+    parts = name_parts(entry.name) or ("",)
     cand = _classify(shown(entry.name), parts, known)
     cand.path = entry.path
     if problem := _problem(entry, cand, parts, files):
@@ -193,14 +182,6 @@ def _judge(entry: Entry, known: dict[str, str], files: set[tuple[str, ...]]) -> 
     if cand.status:
         cand.student = shown(cand.student) if cand.student else None
     return cand
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "link"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    return "file" if stat.S_ISREG(mode) else "special"
 
 
 def _unreadable(source: str, error: OSError, student: str | None = None) -> Candidate:
@@ -218,7 +199,7 @@ def _walk(root: Path) -> tuple[list[Entry], list[Candidate]]:
     errors: list[Candidate] = []
 
     def unlisted(error: OSError) -> None:  # a folder that cannot be listed: its student is known, its files not
-        parts = _layout(_parts(_relative(error.filename, root)))[1]
+        parts = _layout(name_parts(_relative(error.filename, root)))[1]
         errors.append(_unreadable(shown(_relative(error.filename, root)) + "/", error,
                                   shown(parts[0]) if parts else None))
 
@@ -231,27 +212,32 @@ def _walk(root: Path) -> tuple[list[Entry], list[Candidate]]:
             except OSError as error:  # gone since its folder was listed
                 errors.append(_unreadable(shown(_relative(path, root)), error))
                 continue
-            entries.append(Entry(len(entries), _relative(path, root), _kind(info.st_mode), info.st_size, Path(path)))
+            entries.append(Entry(len(entries), _relative(path, root), mode_kind(info.st_mode), info.st_size, Path(path),
+                                 from_unix(info.st_mtime)))
     return entries, errors
 
 
 def _missing(prefix: str, folder: tuple[str, ...], files: list[str], known: dict[str, str]) -> list[Candidate]:
     """The rows for a student folder (or its assignment folder) without a notebook."""
     source = shown(prefix + "/".join(folder)) + "/"
-    student = unicodedata.normalize("NFC", folder[0])
     assignment = folder[1] if len(folder) == 2 else None
     notebooks = [n for n, a in sorted(known.items()) if a == assignment] or [None]
-    problem = _name_problem(folder[0]) or _student_problem(student)
     what = f"only {', '.join(shown(f) for f in files[:3])}" if files else "nothing"
     rows = []
     for notebook in notebooks:
-        if problem:
-            rows.append(Candidate(source, None, shown(student), assignment, notebook, "bad_name",
-                                  f"folder `{source}` holds no notebook, and {problem}"))
+        row = Candidate(source, None, None, assignment, notebook)
+        if prefix or assignment:  # nbgrader's layouts: the folder is the id
+            row.student = unicodedata.normalize("NFC", folder[0])
+        else:
+            _who(row, folder[0])
+        if problem := name_problem(folder[0]) or student_problem(row.student):
+            row.student, row.status = shown(row.student), "bad_name"
+            row.reason = f"folder `{source}` holds no notebook, and {problem}"
         else:
             asked = f"`{notebook}.ipynb`" if notebook else "the notebooks"
-            rows.append(Candidate(source, None, student, assignment, notebook, "missing_notebook",
-                                  f"folder `{source}` holds {what} and no notebook: ask {student} for {asked}"))
+            row.status = "missing_notebook"
+            row.reason = f"folder `{source}` holds {what} and no notebook: ask {row.student} for {asked}"
+        rows.append(row)
     return rows
 
 
@@ -261,7 +247,7 @@ def _empty_folders(entries: list[Entry], known: dict[str, str]) -> list[Candidat
     held: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # (prefix, folder) -> the files in it
     with_notebook: set[tuple[str, tuple[str, ...]]] = set()
     for entry in entries:
-        prefix, parts = _layout(_parts(entry.name))
+        prefix, parts = _layout(name_parts(entry.name))
         hidden = next((i for i, part in enumerate(parts) if _skipped((part,))), None)
         is_dir = entry.kind == "dir" or hidden is not None  # a skipped file still shows that its folder exists
         parts = parts[:hidden]
@@ -278,8 +264,33 @@ def _empty_folders(entries: list[Entry], known: dict[str, str]) -> list[Candidat
             if (prefix, folder) not in done for row in _missing(prefix, folder, files, known)]
 
 
-def _copy_out(archive: Archive, cand: Candidate, entry: Entry, scratch: Path, stamps: dict[str, int]) -> None:
-    """Copy a gradable zip entry to scratch/<i>/ (and the timestamp.txt beside it, which nbgrader reads)."""
+def _stamp_time(raw: bytes | None) -> datetime | None:
+    """The time in nbgrader's timestamp.txt, parsed as nbgrader parses it; None when absent or not a time."""
+    if not raw:
+        return None
+    from nbgrader.utils import parse_utc  # nbgrader takes seconds to import: only when there is a file
+
+    try:
+        return parse_utc(raw.decode().strip()).replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):  # not UTF-8 or not a time: the next source of a time is used
+        return None
+
+
+def _dated(cand: Candidate, entry: Entry, stamp: bytes | None) -> None:
+    """Give `cand` its submission time: timestamp.txt, else the time in its name (set by `_who`), else the file's."""
+    if (when := _stamp_time(stamp)) is not None:
+        cand.submitted_at, cand.time_origin = when, _STAMP
+    elif cand.submitted_at is None and entry.modified is not None:
+        cand.submitted_at, cand.time_origin = entry.modified, "file time"
+
+
+def _stamps(entries: list[Entry]) -> dict[tuple[str, ...], Entry]:
+    """The timestamp.txt file of each folder, by the folder's parts."""
+    return {name_parts(e.name)[:-1]: e for e in entries if e.kind == "file" and name_parts(e.name)[-1:] == (_STAMP,)}
+
+
+def _copy_out(archive: Archive, cand: Candidate, entry: Entry, scratch: Path) -> None:
+    """Copy a gradable zip entry to scratch/<i>/submission.ipynb (or give it the status why not)."""
     folder = scratch / str(entry.index)
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -288,38 +299,63 @@ def _copy_out(archive: Archive, cand: Candidate, entry: Entry, scratch: Path, st
         cand.status, cand.reason = error.status, f"`{cand.source}` not read: {error}"
         return
     cand.path = folder / "submission.ipynb"
-    stamp = stamps.get(entry.name[: entry.name.rfind("/") + 1] + "timestamp.txt")
-    if stamp is not None:
-        try:
-            archive.copy(stamp, folder / "timestamp.txt", limit=_MAX_TIMESTAMP_BYTES)
-        except EntryError:
-            pass  # graded without a submission time, as nbgrader does when timestamp.txt is missing
 
 
 def _judge_all(entries: list[Entry], known: dict[str, str]) -> list[tuple[Candidate, Entry]]:
     """A Candidate for every notebook-named file, link and special file outside skipped folders."""
-    files = {_parts(e.name) for e in entries if e.kind != "dir"}
-    chosen = [e for e in entries if not _skipped(_parts(e.name)) and (
+    files = {name_parts(e.name) for e in entries if e.kind != "dir"}
+    chosen = [e for e in entries if not _skipped(name_parts(e.name)) and (
         e.kind in ("link", "special") or (e.kind == "file" and e.name.lower().endswith(_SUFFIX)))]
     return [(_judge(e, known, files), e) for e in chosen]
 
 
-def _deduplicate(found: list[Candidate]) -> None:
+def _preferred(groups: dict[tuple[str, str], list[Candidate]], prefer: Sequence[str]) -> None:
+    """Mark the files `prefer` names (by `source`, or by base name); raise InputError for a value that
+    names no gradable file, or two files of one student and notebook."""
+    chosen: dict[tuple[str, str], tuple[str, Candidate]] = {}
+    for value in prefer:
+        hits = [(key, c) for key, cands in groups.items() for c in cands
+                if value in (c.source, *name_parts(c.source)[-1:])]
+        if not hits:
+            raise InputError(f"--prefer {shown(value)!r} names no gradable file of the input: give a file's name or "
+                             "its path inside the input, as the report's `source` shows it")
+        for key, cand in hits:
+            if key in chosen:
+                other = chosen[key][0]
+                also = f"and --prefer {shown(other)!r} name" if other != value else "names"
+                raise InputError(f"--prefer {shown(value)!r} {also} two files of {shown(key[0])}'s {key[1]} "
+                                 f"(`{chosen[key][1].source}`, `{cand.source}`): give one path per student and "
+                                 "notebook, as the report's `source` shows it")
+            chosen[key] = value, cand
+            cand.preferred = True
+
+
+def _resolve(found: list[Candidate], prefer: Sequence[str]) -> None:
     """One id per student (its first spelling in name order, so `Bob` and `bob` never make two folders of
-    the course), and the first gradable file per student and notebook; the others are `duplicate`."""
+    the course), and one graded file per student and notebook: the --prefer one, else the newest, else
+    the first in name order; the others get `superseded` or `duplicate`."""
     spelling: dict[str, str] = {}
-    seen: dict[tuple[str, str], Candidate] = {}
+    groups: dict[tuple[str, str], list[Candidate]] = {}
     for cand in found:
         if cand.status is None:
             cand.student = spelling.setdefault(cand.student.casefold(), cand.student)
-            first = seen.setdefault((cand.student, cand.notebook), cand)
-            if first is cand:
-                continue
-            cand.status = "duplicate"
-            cand.reason = (f"the input holds `{cand.source}` more than once; the first copy is graded"
-                           if first.source == cand.source else
-                           f"`{first.source}` is graded for the same student and notebook (student ids are "
-                           f"compared ignoring case and Unicode normalization: `{first.student}`)")
+            groups.setdefault((cand.student, cand.notebook), []).append(cand)
+    _preferred(groups, prefer)
+    for cands in groups.values():
+        winner = lms.newest(cands)
+        for cand in cands:
+            if cand is not winner:
+                cand.status, cand.reason = lms.lost(cand, winner)
+
+
+def _read_folder(source: Path, known: dict[str, str]) -> tuple[list[Entry], list[Candidate]]:
+    entries, found = _walk(source)
+    stamps = _stamps(entries)
+    for cand, entry in _judge_all(entries, known):
+        stamp = stamps.get(name_parts(entry.name)[:-1])
+        _dated(cand, entry, read_regular(stamp.path, _MAX_TIMESTAMP_BYTES) if stamp else None)
+        found.append(cand)
+    return entries, found
 
 
 def _read_zip(source: Path, known: dict[str, str], scratch: Path) -> tuple[list[Entry], list[Candidate]]:
@@ -329,33 +365,46 @@ def _read_zip(source: Path, known: dict[str, str], scratch: Path) -> tuple[list[
         raise InputError(f"{error}: extract it yourself and pass the folder") from None
     found = []
     with archive:
-        stamps = {e.name: e.index for e in archive.entries if e.kind == "file" and e.name.endswith("timestamp.txt")}
+        stamps = _stamps(archive.entries)
         for cand, entry in _judge_all(archive.entries, known):
+            raw = None
             if cand.status is None:
-                _copy_out(archive, cand, entry, scratch, stamps)
+                _copy_out(archive, cand, entry, scratch)
+                stamp = stamps.get(name_parts(entry.name)[:-1])
+                try:
+                    raw = archive.read_bytes(stamp.index, _MAX_TIMESTAMP_BYTES) if stamp else None
+                except EntryError:
+                    pass  # the next source of a time is used, as nbgrader goes on without timestamp.txt
+            _dated(cand, entry, raw)
             found.append(cand)
     return archive.entries, found
 
 
-def discover(source: Path, known: dict[str, str], scratch: Path) -> list[Candidate]:
+def discover(source: Path, known: dict[str, str], scratch: Path, prefer: Sequence[str] = (),
+             identify: Callable[[str], str] | None = None) -> list[Candidate]:
     """Every submission in `source` (a folder, or a zip copied entry by entry into `scratch`) as a Candidate.
 
-    Two files for one student and notebook: the first in name order is kept, the others are
-    `duplicate`. Raises InputError when `source` itself is unusable.
+    `identify` maps the student id a name gives to the id it is graded under (`Roster.identify`), before
+    files are compared. Files of one student and notebook: the one `prefer` names (a `source` or a base
+    name, from --prefer), else the newest is kept; older ones are `superseded`, ones of the same time
+    `duplicate`. Raises InputError when `source` itself is unusable, or a `prefer` value names no
+    gradable file or two files of one student and notebook.
     """
     if not source.exists():
         raise InputError(f"{source} does not exist: pass a folder of submissions or an LMS zip")
     if source.is_dir():
-        entries, found = _walk(source)
-        found += [cand for cand, _ in _judge_all(entries, known)]
+        entries, found = _read_folder(source, known)
     elif source.is_file():
         entries, found = _read_zip(source, known, scratch)
     else:
         raise InputError(f"{source} is neither a folder nor a zip file")
     found.sort(key=lambda c: c.source)
-    _deduplicate(found)
+    empty = _empty_folders(entries, known)
+    for cand in found + empty if identify is not None else []:
+        cand.student = identify(cand.student) if cand.student and cand.status != "bad_name" else cand.student
+    _resolve(found, prefer)
     claimed = {(c.student.casefold(), c.notebook) for c in found if c.student}
-    for cand in _empty_folders(entries, known):
+    for cand in empty:
         student = cand.student.casefold()
         taken = (student, cand.notebook) in claimed if cand.notebook else any(s == student for s, _ in claimed)
         if cand.status != "missing_notebook" or not taken:

@@ -1,4 +1,8 @@
-"""A one-line progress bar on stderr (count, rate, ETA), shown only when stderr is a terminal.
+"""What the instructor sees while a run works: a line for each step from the first second.
+
+On a terminal, a one-line bar (count, rate, ETA) is redrawn for each notebook; elsewhere (a log, CI,
+a pipe) each finished notebook is a line of its own. `say` prints a line in both cases (course
+set-up, discovery), so a long first run is never silent.
 
 Labels carry student ids: characters that are not printable (escape sequences, carriage returns,
 line separators) are shown as `?`, so no name can move the cursor or rewrite the terminal.
@@ -8,32 +12,52 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "printable"]
+
+
+def printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 class Progress:
-    def __init__(self, total: int, stream=None, width: int = 28):
+    def __init__(self, total: int = 0, stream=None, width: int = 28):
         self.total, self.done, self.width = total, 0, width
         self.stream = stream or sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)()) and total > 0
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = time.monotonic()
+        self.drawn = False
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream never stops grading
+            pass
+
+    def say(self, message: str) -> None:
+        """A line of its own (below the bar on a terminal)."""
+        self._write(("\n" if self.drawn else "") + f"tapelab grade: {printable(message)}\n")
+        self.drawn = False
+
+    def begin(self, total: int) -> None:
+        self.total, self.done, self.start = total, 0, time.monotonic()
 
     def advance(self, label: str = "") -> None:
         self.done += 1
-        if not self.enabled:
+        label = printable(label)
+        if not self.tty:
+            self._write(f"[{self.done}/{self.total}] {label}\n")
             return
         elapsed = time.monotonic() - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else 0.0
-        filled = int(self.width * self.done / self.total)
+        filled = int(self.width * self.done / self.total) if self.total else self.width
         bar = "#" * filled + "-" * (self.width - filled)
-        label = "".join(c if c.isprintable() else "?" for c in label)
-        line = (f"\r[{bar}] {self.done}/{self.total}  {rate * 60:5.1f}/min  "
-                f"ETA {int(eta) // 60:d}:{int(eta) % 60:02d}  {label[:40]:<40}")
-        self.stream.write(line)
-        self.stream.flush()
+        self._write(f"\r[{bar}] {self.done}/{self.total}  {rate * 60:5.1f}/min  "
+                    f"ETA {int(eta) // 60:d}:{int(eta) % 60:02d}  {label[:48]:<48}")
+        self.drawn = True
 
     def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.drawn:
+            self._write("\n")
+            self.drawn = False

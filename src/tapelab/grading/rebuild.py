@@ -39,6 +39,7 @@ class Rebuilt:
     nb: NotebookNode
     flags: list[str] = field(default_factory=list)
     tampered: bool = False
+    originals: list[tuple[str, str]] = field(default_factory=list)  # (grade id, the student's source) replaced
 
     def flag(self, message: str, tampered: bool = True) -> None:
         self.flags.append(message)
@@ -120,6 +121,8 @@ def _differences(submitted: NotebookNode, released: NotebookNode, gid: str, out:
         out.flag(f"cell {gid}: tags {_short(tags)} differ from the release (restored)")
     if submitted.get("source") != released.source:
         out.flag(f"changed locked cell {gid} (restored)")
+        source = submitted.get("source")
+        out.originals.append((gid, source if isinstance(source, str) else ""))
 
 
 def _new_cell(kind: str, source: str, cell_id: str | None, metadata: dict, attachments=None) -> NotebookNode:

@@ -47,6 +47,7 @@ STATE_SCHEMA = {
                            "hash": {"type": "string"}, "reason": {"type": "string"},
                            "flags": {"type": "array", "items": {"type": "string"}}},
         }},
+        "inputs": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "object"}}},
     },
 }
 
@@ -118,7 +119,8 @@ def _problem(data: object) -> str | None:
 
 
 class State:
-    """The resume state: key -> {"hash", "status", "score", "max_score", "reason", "flags", ...}.
+    """The resume state: key -> {"hash", "status", "score", "max_score", "reason", "flags", ...}, and the
+    history of every input file ever seen: source -> [{"run_id", "time", "status", ...}, ...].
 
     `set_aside` says, for the instructor, where an unusable state file was moved and why.
     """
@@ -126,6 +128,7 @@ class State:
     def __init__(self, path: Path):
         self.path = path
         self.entries: dict[str, dict] = {}
+        self.inputs: dict[str, list[dict]] = {}
         self.set_aside: str | None = None
         try:
             raw = path.read_bytes()
@@ -137,7 +140,7 @@ class State:
         except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past the parser's depth
             reason = f"not JSON ({error})"
         if reason is None:
-            self.entries = data["submissions"]
+            self.entries, self.inputs = data["submissions"], data.get("inputs", {})
             return
         copy = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         os.replace(path, copy)
@@ -156,10 +159,18 @@ class State:
             return entry
         return None
 
+    def seen(self, source: str, record: dict) -> None:
+        """Add `record` (run, time, status...) to the history of the input file `source` (kept by `save`)."""
+        self.inputs.setdefault(source, []).append(record)
+
     def complete(self, key: str, entry: dict) -> None:
+        """Store `entry` as the last outcome of `key` and write the file."""
         self.entries[key] = entry
-        atomic_write_text(self.path, json.dumps({"version": 1, "submissions": self.entries}, indent=1,
-                                                sort_keys=True))
+        self.save()
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps({"version": 1, "submissions": self.entries, "inputs": self.inputs},
+                                                indent=1, sort_keys=True))
 
 
 class JsonLog:

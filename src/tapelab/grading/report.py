@@ -1,20 +1,27 @@
-"""The run's outputs for people and programs: report.json, grades.csv and the summary table."""
+"""report.json and the terminal summary of a run.
+
+The scores in both come from the gradebook (`standings`), read after the run: every student and
+notebook ever graded, manual scores included, never only what this run's inputs said. What is
+about this run (the status of each input file, timing, warnings) sits beside them, and the history
+of every input file tapelab has seen (`inputs`) comes from the resume state.
+"""
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 
+from tapelab.grading.progress import printable
 from tapelab.grading.records import atomic_write_text
+from tapelab.grading.standings import Standing, distribution
 from tapelab.grading.statuses import STATUSES
 
-__all__ = ["ENTRY_FIELDS", "build_report", "write_grades_csv", "summary_table"]
+__all__ = ["ENTRY_FIELDS", "build_report", "write_report", "summary_table"]
 
-ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags", "worker")
-CSV_FIELDS = ("student", "assignment", "notebook", "score", "max_score")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags", "worker",
+                "submitted_at")
+_NAMES_SHOWN = 12  # per status in the summary; report.json lists all
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -25,14 +32,16 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(ordered[index], 2)
 
 
-def build_report(run_id: str, protections: dict, entries: list[dict], seconds: list[float],
-                 skipped: int, wall: float) -> dict:
+def build_report(run_id: str, protections: dict, entries: list[dict], seconds: list[float], skipped: int,
+                 wall: float, standings: list[Standing] | None, inputs: dict, written: dict) -> dict:
+    """The report: this run's inputs (`submissions`, `counts`, `timing`), the whole gradebook
+    (`gradebook`, `distribution`; None when it could not be read), every input's history, what was written."""
     counts = {status: 0 for status in STATUSES}
     for entry in entries:
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1
     counts = {k: v for k, v in counts.items() if v}
     counts.update(total=len(entries), executed=len(seconds), skipped_unchanged=skipped,
-                  failed=sum(v for k, v in counts.items() if k not in ("graded", "tampered")))
+                  failed=sum(v for k, v in counts.items() if k not in ("graded", "tampered", "superseded")))
     return {
         "run_id": run_id,
         "protections": protections,
@@ -43,6 +52,10 @@ def build_report(run_id: str, protections: dict, entries: list[dict], seconds: l
         "submissions": [{k: e.get(k) for k in ENTRY_FIELDS} | {"source": e.get("source"),
                                                                   "regraded": e.get("regraded", False)}
                         for e in entries],
+        "gradebook": None if standings is None else [asdict(row) for row in standings],
+        "distribution": None if standings is None else distribution(standings),
+        "inputs": inputs,
+        "written": written,
     }
 
 
@@ -50,42 +63,69 @@ def write_report(path: Path, report: dict) -> None:
     atomic_write_text(path, json.dumps(report, indent=1))
 
 
-def _cell(value):
-    """`value` as a spreadsheet shows it, never evaluates: a leading formula character gets a `'` (OWASP)."""
-    if not isinstance(value, str):
-        return value
-    value = value.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates from undecodable names
-    return "'" + value if value.startswith(_FORMULA_START) else value
+def _who(entry: dict) -> str:
+    student = printable(entry.get("student") or "?")
+    source = printable(entry.get("source") or "")
+    return f"{student} ({source})" if source else f"{student} ({entry.get('notebook')})"
 
 
-def write_grades_csv(path: Path, entries: list[dict]) -> None:
-    """One row per student and notebook that has a score (graded, flagged or missing), safe to open."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    writer.writeheader()  # text quoted (a CR inside it cannot split a row), numbers bare
-    rows = sorted((e for e in entries if e.get("score") is not None),
-                  key=lambda e: (e["student"] or "", e["assignment"] or "", e["notebook"] or ""))
-    for entry in rows:
-        writer.writerow({k: _cell(entry[k]) for k in CSV_FIELDS})
-    atomic_write_text(path, buffer.getvalue())
+def _statuses(report: dict) -> list[str]:
+    lines = [f"{'status':<18}{'count':>6}   who, and what to do"]
+    for status, (_, todo) in STATUSES.items():
+        entries = [e for e in report["submissions"] if e["status"] == status]
+        if not entries:
+            continue
+        if status == "graded":
+            lines.append(f"{status:<18}{len(entries):>6}")
+            continue
+        names = ", ".join(_who(e) for e in entries[:_NAMES_SHOWN])
+        more = f" and {len(entries) - _NAMES_SHOWN} more (report.json lists all)" if len(entries) > _NAMES_SHOWN else ""
+        lines.append(f"{status:<18}{len(entries):>6}   {names}{more}")
+        lines.append(f"{'':<27}-> {todo}")
+    counts = report["counts"]
+    lines.append(f"{'inputs':<18}{counts['total']:>6}   ({counts['skipped_unchanged']} unchanged since an "
+                 "earlier run, not regraded)")
+    return lines
+
+
+def _scores(report: dict) -> list[str]:
+    if report["distribution"] is None:
+        return ["scores: the gradebook could not be read (see the warnings)"]
+    lines = ["scores, from the gradebook (every run, manual scores included; 0 when not submitted):",
+             f"  {'notebook':<22}{'submitted':>10}{'mean':>7}{'median':>7}{'min':>6}{'max':>6}{'of':>5}"
+             "   students by % of max: 0-20 20-40 40-60 60-80 80-100"]
+    for d in report["distribution"]:
+        def num(v):
+            return "-" if v is None else f"{v:g}"
+        bins = " ".join(f"{b:>5}" for b in d["bins"])
+        lines.append(f"  {d['notebook']:<22}{d['submitted']:>5}/{d['students']:<4}{num(d['mean']):>7}"
+                     f"{num(d['median']):>7}{num(d['min']):>6}{num(d['max']):>6}{num(d['max_score']):>5}"
+                     f"   {'':<22}{bins}")
+    unnamed = sorted({r["student"] for r in report["gradebook"] if not (r["first_name"] or r["last_name"])})
+    if unnamed:
+        lines.append(f"  {len(unnamed)} student(s) have no name in the gradebook (formgrader shows them as None): "
+                     "pass --roster CLASS.csv (columns id,first_name,last_name,email)")
+    review = sorted({(r["student"], r["notebook"]) for r in report["gradebook"] if r["needs_review"]})
+    if review:
+        lines.append(f"  {len(review)} notebook(s) wait for your review in formgrader (needs manual grade)")
+    return lines
 
 
 def summary_table(report: dict) -> str:
-    """Counts per status, timing, and a loud line for every protection that was off."""
-    counts, timing = report["counts"], report["timing"]
-    lines = [f"tapelab grade: run {report['run_id']}", f"{'status':<18}{'count':>7}"]
-    for status in STATUSES:
-        if counts.get(status):
-            lines.append(f"{status:<18}{counts[status]:>7}")
-    lines.append(f"{'total':<18}{counts['total']:>7}   ({counts['skipped_unchanged']} unchanged, not regraded)")
+    """What the run did: every status with who and what to do, the scores, timing, what was written,
+    and a loud line for every protection that was off."""
+    timing = report["timing"]
+    lines = [f"tapelab grade: run {report['run_id']}", *_statuses(report), *_scores(report)]
     med, p95 = timing["median_seconds"], timing["p95_seconds"]
     lines.append(f"seconds per notebook: median {med if med is not None else '-'}, p95 "
-                 f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s")
+                 f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s (course set-up included)")
     execution = report.get("execution") or {}
     if execution.get("pool") == "dask":
         lines.append(f"executed on {len(execution['workers'])} Dask workers of {execution['scheduler']}")
     elif execution:
         lines.append(f"executed on this machine, {execution['jobs']} at a time")
+    for what, where in (report.get("written") or {}).items():
+        lines.append(f"wrote {what}: {where}")
     for name, protection in report["protections"].items():
         if not protection["on"]:
             lines.append(f"WARNING: protection `{name}` is {protection['how']}")

@@ -51,6 +51,7 @@ class Prepared:
     flags: list[str] = field(default_factory=list)
     tampered: bool = False
     stripped: str = ""
+    originals: list[tuple[str, str]] = field(default_factory=list)  # (grade id, what the student had there)
 
 
 def read_notebook(raw: bytes) -> NotebookNode:
@@ -129,4 +130,5 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
             raise CourseMismatch(f"nbgrader could not restore the released cells ({cls.__name__}: {error}): release/"
                           f"{assignment} and the gradebook disagree; regenerate them (`nbgrader generate_assignment "
                           f"{assignment} --force` in the course folder) and grade again") from None
-    return Prepared(result, built.flags, built.tampered, _stripped(attachments, metadata, output_limit) if over else "")
+    return Prepared(result, built.flags, built.tampered, _stripped(attachments, metadata, output_limit) if over else "",
+                    built.originals)

@@ -27,10 +27,15 @@ STATUSES: dict[str, tuple[str, str]] = {
         "the student submitted other notebooks of this run but not this one, or the student's folder "
         "(or its assignment folder) holds no notebook; scored 0",
         "nothing, unless the student says it was uploaded elsewhere; the reason names the folder"),
+    "superseded": (
+        "an older file of the same student and notebook: a newer one was graded (by nbgrader's timestamp.txt, "
+        "else the time in an LMS file name, else the file's time; the reason gives both), or the file "
+        "given with --prefer; not graded, no score",
+        "nothing; to grade this file instead, rerun with --prefer and its name as the reason shows it"),
     "duplicate": (
-        "a second file for the same student and notebook (student ids compared ignoring case and Unicode "
-        "normalization, so `Bob` and `bob` are one student); the first in name order was graded",
-        "delete the stale copy and rerun"),
+        "a second file for the same student and notebook with the same submission time (student ids "
+        "compared ignoring case and Unicode normalization, so `Bob` and `bob` are one student); the first "
+        "in name order was graded", "delete the stale copy and rerun, or pick one with --prefer"),
     "bad_name": (
         "the file's name cannot be used: bytes that are not UTF-8 (shown as \\xNN), control or invisible "
         "characters, longer than file systems allow, or no usable student id; not read",

@@ -1,0 +1,236 @@
+"""Two days of a course, as the instructor guide's section 7 runs them (issue 14): the guide's own
+commands, run verbatim with HOME set to a folder holding the downloads and the roster, plus a
+manual score given through formgrader's real server between the second day's runs.
+
+One course and one walk-through for the module. After each step it keeps grades.csv, report.json
+and `nbgrader export`, so every test reads what the instructor would have seen then. The students,
+in the TensorFlow-free 09_fixture notebook:
+  ana right (1/1); ben wrong on day one, right in a late file; cy a file that is not a notebook;
+  dee right, but she edited the locked test cell (tampered); fay on the roster, sent nothing.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from formgrader import formgrader
+from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, tiny, write
+from tapelab.paths import REPO
+from tapelab.release import nbgrader_env
+
+GUIDE = REPO / "docs" / "instructor-guide.md"
+SECTION = "## 7. The second day"
+ROSTER = {"ana": ("Ana", "Lima"), "ben": ("Ben", "Nevis"), "cy": ("Cy", "Young"), "dee": ("Dee", "Ray"),
+          "fay": ("Fay", "Wray")}
+DAY_ONE = datetime(2026, 11, 30, 10, 0, 0)  # the zip entries' time (zip times carry no zone: taken as UTC)
+LATE = datetime(2026, 12, 1, 9, 30, 0, tzinfo=timezone.utc)  # ben's late file
+MANUAL = 0.5  # dee's manual score for the test cell she edited
+COMMENT = "Please leave the test cells as they are."
+EDITED_TEST = "assert True  # dee's edit\n"
+
+
+def guide_blocks() -> list[str]:
+    """The ```bash blocks of the guide's section 7, in order."""
+    text = GUIDE.read_text()
+    section = text[text.index(SECTION):]
+    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    return re.findall(r"```bash\n(.*?)```", section, re.S)
+
+
+def _dee(nb: nbformat.NotebookNode) -> None:
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex9_1_test")
+    test.source = EDITED_TEST
+
+
+def _inputs(home: Path, course: Path) -> None:
+    """~/Downloads/day1.zip, ~/Downloads/late/, ~/roster.csv as the instructor has them."""
+    downloads = home / "Downloads"
+    downloads.mkdir()
+    notebooks = {"ana": fill(course, TINY, tiny()), "ben": fill(course, TINY, tiny("41")),
+                 "dee": fill(course, TINY, tiny(), edit=_dee)}
+    with zipfile.ZipFile(downloads / "day1.zip", "w") as archive:
+        for student, nb in notebooks.items():
+            archive.writestr(zipfile.ZipInfo(f"{student}_{TINY}.ipynb", DAY_ONE.timetuple()[:6]), nbformat.writes(nb))
+        archive.writestr(zipfile.ZipInfo(f"cy_{TINY}.ipynb", DAY_ONE.timetuple()[:6]), "this is not a notebook")
+    late = write(fill(course, TINY, tiny()), downloads / "late" / f"ben_{TINY}.ipynb")
+    os.utime(late, (LATE.timestamp(), LATE.timestamp()))
+    with (home / "roster.csv").open("w", newline="") as handle:  # `nbgrader db student import`'s format
+        writer = csv.writer(handle)
+        writer.writerow(["id", "first_name", "last_name", "email"])
+        writer.writerows([s, first, last, f"{s}@example.org"] for s, (first, last) in ROSTER.items())
+
+
+def _bash(block: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**nbgrader_env(), "HOME": str(home)}
+    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block], cwd=home, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _export(course: Path, target: Path) -> list[dict]:
+    result = subprocess.run(["nbgrader", "export", "--to", str(target)], cwd=course, env=nbgrader_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return list(csv.DictReader(target.open(newline="")))
+
+
+def _snapshot(name: str, course: Path, result: subprocess.CompletedProcess, store: Path) -> dict:
+    """What the instructor can read after a step: its output, grades.csv, report.json, nbgrader export."""
+    grades = (course / "grades.csv").read_text()
+    return {"name": name, "result": result, "grades": list(csv.DictReader(io.StringIO(grades))),
+            "report": json.loads((course / "report.json").read_text()),
+            "export": _export(course, store / f"export-{name}.csv")}
+
+
+def _manual_score(server) -> dict:
+    """dee's test cell scored by hand and commented, through formgrader's API as its boxes do."""
+    notebooks = server.api("GET", f"/formgrader/api/submitted_notebooks/{TINY}/{TINY}")
+    dee = next(nb for nb in notebooks if nb["student"] == "dee")
+    (grade,) = server.api("GET", f"/formgrader/api/grades?submission_id={dee['id']}")
+    server.api("PUT", f"/formgrader/api/grade/{grade['id']}", {"manual_score": MANUAL})
+    comments = server.api("GET", f"/formgrader/api/comments?submission_id={dee['id']}")
+    server.api("PUT", f"/formgrader/api/comment/{comments[0]['id']}", {"manual_comment": COMMENT})
+    return {"comments": comments}
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory) -> dict:
+    home = tmp_path_factory.mktemp("home")
+    course = make_course(home, "tapelab-2026")
+    _inputs(home, course)
+    store = tmp_path_factory.mktemp("snapshots")
+    first, late, rerun, handback = guide_blocks()
+    steps = {"first": _snapshot("first", course, _bash(first, home), store)}
+    steps["partial"] = _snapshot("partial", course, _bash(late, home), store)
+    steps["resubmission"] = _snapshot("resubmission", course, _bash(rerun, home), store)
+    with formgrader(course) as server:
+        seen = {"assignments": server.api("GET", "/formgrader/api/assignments"),
+                "students": server.api("GET", "/formgrader/api/students"),
+                "submissions": server.api("GET", f"/formgrader/api/submissions/{TINY}"),
+                **_manual_score(server)}
+    steps["manual"] = _snapshot("manual", course, _bash(handback, home), store)
+    return {"home": home, "course": course, "steps": steps, "formgrader": seen}
+
+
+def _scores(rows: list[dict], student="student_id", score="score") -> dict:
+    return {(r[student], r["assignment"]): (float(r[score]), float(r["max_score"])) for r in rows}
+
+
+def test_the_guide_has_the_four_blocks_this_test_runs():
+    """Does section 7 of the guide hold the commands of the two days, each a `tapelab` or `nbgrader` line?"""
+    blocks = guide_blocks()
+    assert len(blocks) == 4
+    assert all(line.strip().startswith(("tapelab ", "cd ")) for block in blocks for line in block.splitlines())
+
+
+@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual"])
+def test_every_command_of_the_guide_succeeds(days, step):
+    """Does each block of the guide exit 0?"""
+    result = days["steps"][step]["result"]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual"])
+def test_grades_csv_agrees_with_nbgrader_export_cell_by_cell(days, step):
+    """After a first run, a partial regrade, a resubmission and a manual score, does grades.csv give every
+    student and assignment of `nbgrader export` the same score and max score, and no other row?"""
+    snapshot = days["steps"][step]
+    exported = _scores(snapshot["export"])
+    assert _scores(snapshot["grades"], student="student") == exported
+    assert {s for s, _ in exported} == set(ROSTER)
+
+
+def test_a_partial_regrade_still_covers_the_class(days):
+    """Does grading one late file leave grades.csv and report.json with the whole class, and ben's new score?"""
+    partial = days["steps"]["partial"]
+    assert [s["student"] for s in partial["report"]["submissions"]] == ["ben"]
+    assert {row["student"] for row in partial["report"]["gradebook"]} == set(ROSTER)
+    assert _scores(partial["grades"], student="student")[("ben", TINY)] == (1.0, 1.0)
+
+
+def test_an_older_file_is_superseded_and_the_newer_grade_kept(days):
+    """Rerunning the day-one zip after ben's late file: is his old file `superseded`, naming the late one,
+    with his grade of 1 kept in the gradebook, grades.csv and the report?"""
+    rerun = days["steps"]["resubmission"]
+    ben = next(s for s in rerun["report"]["submissions"] if s["student"] == "ben")
+    assert ben["status"] == "superseded" and f"late/ben_{TINY}.ipynb" in ben["reason"], ben
+    assert _scores(rerun["grades"], student="student")[("ben", TINY)] == (1.0, 1.0)
+    history = [h["status"] for h in rerun["report"]["inputs"][f"{days['home'] / 'Downloads' / 'day1.zip'}:ben_{TINY}.ipynb"]]
+    assert history == ["graded", "superseded"], history
+
+
+def test_a_student_whose_only_file_was_broken_is_listed_with_zero_and_the_reason(days):
+    """Is cy, whose only file is not a notebook, in grades.csv (0, invalid_notebook, why), in `nbgrader
+    export` and in formgrader's submissions?"""
+    first = days["steps"]["first"]
+    (row,) = [r for r in first["grades"] if r["student"] == "cy" and r["notebook"] == TINY]
+    assert (float(row["score"]), row["status"]) == (0.0, "invalid_notebook") and "not JSON" in row["reason"], row
+    assert ("cy", TINY) in _scores(first["export"])
+    assert "cy" in {s["student"] for s in days["formgrader"]["submissions"]}
+
+
+def test_a_student_who_sent_nothing_is_not_submitted(days):
+    """Is fay, on the roster only, a 0 with status not_submitted?"""
+    rows = [r for r in days["steps"]["manual"]["grades"] if r["student"] == "fay"]
+    assert {(r["notebook"], float(r["score"]), r["status"]) for r in rows} == {
+        (TINY, 0.0, "not_submitted"), ("01_basic_tape", 0.0, "not_submitted")}
+
+
+def test_a_manual_score_reaches_grades_csv_feedback_and_report(days):
+    """After a manual score and comment in formgrader and `tapelab feedback`, do grades.csv, the report and
+    dee's feedback page show them, with no hidden test?"""
+    manual = days["steps"]["manual"]
+    (row,) = [r for r in manual["grades"] if r["student"] == "dee" and r["notebook"] == TINY]
+    assert (float(row["score"]), row["manual"]) == (MANUAL, "yes"), row
+    page = (days["course"] / "feedback" / "dee" / TINY / f"{TINY}.html").read_text()
+    assert f"Score: {MANUAL} / 1.0" in page and COMMENT in page
+    assert TINY_HIDDEN.split(",")[0] not in page
+    assert "feedback" in manual["result"].stdout and "grades.csv" in manual["result"].stdout
+
+
+def test_feedback_is_handed_back_through_the_courses_exchange(days):
+    """Did `nbgrader release_feedback` put a page for each graded student into the course's exchange?"""
+    pages = list((days["course"] / "exchange" / "tapelab" / "feedback").glob("*.html"))
+    assert len(pages) == 4, pages  # ana, ben, cy (its 0 and the reason), dee
+
+
+def test_formgrader_shows_released_assignments_names_and_times(days):
+    """Does formgrader list every assignment as released, the roster's names, and each submission's time
+    (the zip entry's for day one, the file's for ben's late one)?"""
+    seen = days["formgrader"]
+    assert {a["status"] for a in seen["assignments"]} == {"released"}
+    assert {s["id"]: (s["first_name"], s["last_name"]) for s in seen["students"]} == ROSTER
+    times = {s["student"]: s["timestamp"] for s in seen["submissions"] if s["timestamp"]}
+    assert (times["ana"], times["ben"]) == (DAY_ONE.isoformat(), LATE.replace(tzinfo=None).isoformat()), times
+
+
+def test_a_tampered_submission_says_why_in_formgrader(days):
+    """Does dee's comment box (formgrader's placeholder: the auto comment) say what was changed, where her
+    file is kept, and quote her version of the locked cell?"""
+    (comment,) = [c for c in days["formgrader"]["comments"] if c["auto_comment"]]
+    text = comment["auto_comment"]
+    assert text.startswith("tapelab:") and "ex9_1_test" in text, text
+    assert f"submitted/dee/{TINY}/{TINY}.ipynb" in text and EDITED_TEST.strip() in text
+    assert (days["course"] / "submitted" / "dee" / TINY / f"{TINY}.ipynb").is_file()
+
+
+def test_the_summary_names_who_needs_what_and_where_it_wrote(days):
+    """Does the day-one summary give the score distribution, the students behind each non-graded status
+    with what to do, and the paths written; and did progress start before the first notebook?"""
+    result = days["steps"]["first"]["result"]
+    out = result.stdout
+    assert re.search(rf"invalid_notebook\s+1\s+cy \(cy_{TINY}\.ipynb\)", out), out
+    assert re.search(rf"tampered\s+1\s+dee", out) and "ask the student to resubmit" in out, out
+    assert re.search(rf"{TINY}\s+4/5\s", out), out  # 4 of the 5 roster students submitted
+    assert f"wrote grades.csv: {days['course'] / 'grades.csv'}" in out
+    progress = result.stderr
+    assert progress.index("opening the course folder") < progress.index(f"[1/4]"), progress
