@@ -24,7 +24,7 @@ def test_help_documents_the_accepted_names():
     out = _cli("--help").stdout
     for words in ("submitted/<student>/<assignment>/<notebook>.ipynb", "<student>/<notebook>.ipynb",
                   "<student>_<notebook>.ipynb", "jo_ann", "--jobs", "--timeout", "--force", "--report",
-                  "--scheduler", "--db", "dask worker"):
+                  "--scheduler", "--db", "dask worker", "--roster", "--prefer", "superseded", "tapelab feedback"):
         assert words in out, words
 
 
@@ -42,6 +42,19 @@ def test_bad_usage_exits_2_naming_input_and_fix(tmp_path, make, args, words):
     assert result.returncode == 2, result
     for word in words:
         assert word in result.stderr, result.stderr
+
+
+def test_a_bad_roster_or_feedback_course_exits_2_naming_it(tmp_path):
+    """Is a roster without an `id` column, or `tapelab feedback` on a folder that is no course, refused (exit 2)
+    before anything is touched, naming the file and the fix?"""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "roster.csv").write_text("name,email\nAna,ana@example.org\n")
+    result = _cli(tmp_path / "in", "--course", tmp_path / "course", "--roster", tmp_path / "roster.csv")
+    assert result.returncode == 2 and "roster.csv" in result.stderr and "id" in result.stderr, result.stderr
+    assert not (tmp_path / "course").exists()
+    feedback = subprocess.run([sys.executable, "-m", "tapelab.cli", "feedback", "--course", str(tmp_path / "in")],
+                              env=nbgrader_env(), capture_output=True, text=True, timeout=120)
+    assert feedback.returncode == 2 and "not a course folder" in feedback.stderr, feedback.stderr
 
 
 @pytest.mark.parametrize("args,words", [

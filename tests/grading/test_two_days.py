@@ -234,3 +234,12 @@ def test_the_summary_names_who_needs_what_and_where_it_wrote(days):
     assert f"wrote grades.csv: {days['course'] / 'grades.csv'}" in out
     progress = result.stderr
     assert progress.index("opening the course folder") < progress.index(f"[1/4]"), progress
+
+
+def test_feedback_is_rendered_as_each_notebook_is_graded(days):
+    """Is ben's late page rendered when his notebook is graded (while kernels run), so the refresh at the end
+    of the run finds every page unchanged, and does the page show his new score?"""
+    partial = days["steps"]["partial"]
+    assert "(0 page(s) written, 4 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
+    page = (days["course"] / "feedback" / "ben" / TINY / f"{TINY}.html").read_text()
+    assert "Score: 1.0 / 1.0" in page

@@ -148,6 +148,8 @@ class Outcomes:
     def _input(self, source: str) -> str:
         """The input file named `source` in PATH as the instructor finds it again: PATH/name, or zip:entry."""
         path = self.options.source.resolve()
+        if not source:  # a row tapelab added (missing notebook), not a file
+            return ""
         return f"{path}/{source}" if path.is_dir() else f"{path}:{source}"
 
     def _record(self, cand: Candidate, entry: dict) -> None:
@@ -162,15 +164,19 @@ class Outcomes:
         self.progress.advance(f"{cand.student} {cand.notebook}: {entry['status']}{score}")
 
     def _add_missing(self, candidates: list[Candidate]) -> None:
-        """A student who submitted some notebooks of this run but not another that others submitted."""
+        """A student who submitted some notebooks of this run but not another that others submitted, and
+        has never handed that one in before (a partial run is not a missing notebook)."""
         notebooks = {(c.assignment, c.notebook) for c in candidates if c.notebook and c.assignment}
         students = {c.student for c in candidates if c.student and c.notebook}
         have = {(c.student, c.notebook) for c in candidates if c.student and c.notebook}
         for student in sorted(students):
             for assignment, notebook in sorted(notebooks):
-                if (student, notebook) not in have:
-                    cand = Candidate("", None, student, assignment, notebook)
-                    entry = entry_of(cand, "missing_notebook", f"no `{notebook}` from {student} in this run",
-                                   score=0.0, max_score=self.maxima.get(notebook))
-                    self._log("submission", entry)
-                    self.entries.append(entry)
+                key = State.key(student, assignment, notebook)
+                earlier = self.state.entries.get(key, {}).get("status", "missing_notebook")
+                if (student, notebook) in have or earlier != "missing_notebook":
+                    continue
+                cand = Candidate("", None, student, assignment, notebook)
+                entry = entry_of(cand, "missing_notebook", f"no `{notebook}` from {student} in this run",
+                                 score=0.0, max_score=self.maxima.get(notebook))
+                self._complete(key, entry)
+                self.entries.append(entry)

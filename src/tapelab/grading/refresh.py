@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -213,16 +214,20 @@ def _load_state(path: Path) -> tuple[dict[str, str], str | None]:
 # -- the refresh -----------------------------------------------------------------------------------
 
 
-def refresh_feedback(course: Course, force: bool = False) -> Refreshed:
-    """Regenerate the feedback page of every submitted notebook whose inputs changed (all with `force`)."""
+def refresh_feedback(course: Course, force: bool = False, only: Collection[str] | None = None) -> Refreshed:
+    """Regenerate the feedback page of every submitted notebook whose inputs changed (all with `force`);
+    with `only`, of those keys (student/assignment/notebook) alone: `tapelab grade` renders each page as
+    its notebook is graded, while kernels run, and the refresh at its end finds them unchanged."""
     done = Refreshed()
     state_path = course.root / FEEDBACK_STATE
     stored, note = _load_state(state_path)
     if note:
         done.notes.append(note)
-    renderer, exporter, digests = _renderer(), None, {}
+    renderer, exporter, digests = _renderer(), None, ({} if only is None else dict(stored))
     for page in _pages(course):
         key = State.key(page.student, page.assignment, page.notebook)
+        if only is not None and key not in only:
+            continue
         source = course.path("autograded", page.student, page.assignment, page.notebook)
         target = course.path("feedback", page.student, page.assignment, page.notebook, ext=".html")
         try:

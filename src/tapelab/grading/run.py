@@ -36,7 +36,7 @@ from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.pools import LocalPool
 from tapelab.grading.progress import Progress
 from tapelab.grading.records import LOG_FILE, STATE_FILE, JsonLog, State, check_writable, content_hash
-from tapelab.grading.refresh import ensure_submission_files
+from tapelab.grading.refresh import ensure_submission_files, refresh_feedback
 from tapelab.grading.roster import read_roster
 from tapelab.grading.sandbox import Sandbox, protections
 from tapelab.grading.statuses import FINAL, worst
@@ -230,6 +230,7 @@ class Coordinator(Outcomes):
         if flags:
             finalize.explain(self.course, cand.student, cand.assignment, cand.notebook, finalize.review_note(
                 flags, submitted.relative_to(self.course.root), prepared.originals))
+        refresh_feedback(self.course, only={key})  # now, while kernels run; a failure is retried at the end
         score, max_score = finalize.scores(self.course, cand.student, cand.assignment, cand.notebook)
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)
