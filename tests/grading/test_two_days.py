@@ -1,6 +1,7 @@
 """Two days of a course, as the instructor guide's section 7 runs them (issue 14): the guide's own
 commands, run verbatim with HOME set to a folder holding the downloads and the roster, plus a
-manual score given through formgrader's real server between the second day's runs.
+manual score given through formgrader's real server between the second day's runs, and its
+"Generate Feedback" button pressed (through the same HTTP API as the button).
 
 One course and one walk-through for the module. After each step it keeps grades.csv, report.json
 and `nbgrader export`, so every test reads what the instructor would have seen then. The students,
@@ -11,6 +12,7 @@ in the TensorFlow-free 09_fixture notebook:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -22,9 +24,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from bs4 import BeautifulSoup
+from nbconvert import HTMLExporter
 
 from formgrader import formgrader
 from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, tiny, write
+from tapelab.grading.handback import PAGE
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
@@ -77,9 +82,12 @@ def _bash(block: str, home: Path) -> subprocess.CompletedProcess:
 
 
 def _export(course: Path, target: Path) -> list[dict]:
-    result = subprocess.run(["nbgrader", "export", "--to", str(target)], cwd=course, env=nbgrader_env(),
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    """What `nbgrader export --to target` writes: its CSV plugin on the course's gradebook, in this process."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        CsvExportPlugin(to=str(target)).export(gb)
     return list(csv.DictReader(target.open(newline="")))
 
 
@@ -117,8 +125,24 @@ def days(tmp_path_factory) -> dict:
                 "students": server.api("GET", "/formgrader/api/students"),
                 "submissions": server.api("GET", f"/formgrader/api/submissions/{TINY}"),
                 **_manual_score(server)}
+        seen["button"] = server.api("POST", f"/formgrader/api/assignment/{TINY}/dee/generate_feedback")
+        seen["button_page"] = _page(course, "dee")
     steps["manual"] = _snapshot("manual", course, _bash(handback, home), store)
-    return {"home": home, "course": course, "steps": steps, "formgrader": seen}
+    pages = {student: _page(course, student) for student in ("ana", "ben", "cy", "dee")}
+    command = subprocess.run(["nbgrader", "generate_feedback", TINY, "--force"], cwd=course, env=nbgrader_env(),
+                             capture_output=True, text=True, timeout=300)
+    return {"home": home, "course": course, "steps": steps, "formgrader": seen, "pages": pages,
+            "nbgrader_pages": {student: _page(course, student) for student in pages}, "command": command}
+
+
+def _page(course: Path, student: str) -> str:
+    return (course / "feedback" / student / TINY / f"{TINY}.html").read_text()
+
+
+def _shows(page: str, line: str) -> bool:
+    """Does a reader of the page see `line` (tags dropped, entities decoded, whitespace ignored)?"""
+    squash = functools.partial(re.sub, r"\s+", "")
+    return squash(line) in squash(BeautifulSoup(page, "html.parser").get_text())
 
 
 def _scores(rows: list[dict], student="student_id", score="score") -> dict:
@@ -191,9 +215,9 @@ def test_a_manual_score_reaches_grades_csv_feedback_and_report(days):
     manual = days["steps"]["manual"]
     (row,) = [r for r in manual["grades"] if r["student"] == "dee" and r["notebook"] == TINY]
     assert (float(row["score"]), row["manual"]) == (MANUAL, "yes"), row
-    page = (days["course"] / "feedback" / "dee" / TINY / f"{TINY}.html").read_text()
+    page = days["pages"]["dee"]
     assert f"Score: {MANUAL} / 1.0" in page and COMMENT in page
-    assert TINY_HIDDEN.split(",")[0] not in page
+    assert not _shows(page, TINY_HIDDEN)
     assert "feedback" in manual["result"].stdout and "grades.csv" in manual["result"].stdout
 
 
@@ -243,3 +267,26 @@ def test_feedback_is_rendered_as_each_notebook_is_graded(days):
     assert "(0 page(s) written, 4 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
     page = (days["course"] / "feedback" / "ben" / TINY / f"{TINY}.html").read_text()
     assert "Score: 1.0 / 1.0" in page
+
+
+def test_formgraders_button_writes_tapelabs_page_with_no_hidden_test(days):
+    """Does formgrader's "Generate Feedback" button write, right after the manual score, the page `tapelab
+    feedback` writes (tapelab's Content-Security-Policy, the manual score, no hidden test), where stock
+    nbconvert on the same autograded notebook shows the hidden test (so the check can fail)?"""
+    button = days["formgrader"]
+    assert button["button"]["success"], button["button"]
+    autograded = nbformat.read(days["course"] / "autograded" / "dee" / TINY / f"{TINY}.ipynb", as_version=4)
+    assert _shows(HTMLExporter().from_notebook_node(autograded)[0], TINY_HIDDEN)
+    assert not _shows(button["button_page"], TINY_HIDDEN)
+    assert button["button_page"] == days["pages"]["dee"]
+    policy = re.search(r'Content-Security-Policy\\" content=\\"([^"\\]+)\\"', PAGE.read_text()).group(1)
+    meta = BeautifulSoup(button["button_page"], "html.parser").find("meta", attrs={"http-equiv": "Content-Security-Policy"})
+    assert meta is not None and meta["content"] == policy
+
+
+def test_nbgrader_generate_feedback_writes_tapelabs_pages(days):
+    """Does `nbgrader generate_feedback --force` in the course folder write, for every student, the page
+    `tapelab feedback` wrote, with no hidden test?"""
+    assert days["command"].returncode == 0, days["command"].stderr[-3000:]
+    assert days["nbgrader_pages"] == days["pages"]
+    assert [s for s, page in days["pages"].items() if _shows(page, TINY_HIDDEN)] == []
