@@ -18,7 +18,7 @@ non-notebook files are ignored.
 Each file's submission time (`Candidate.submitted_at`, UTC) is nbgrader's `timestamp.txt` in its
 folder, else the time in its LMS name, else the file's time (a folder file's mtime, a zip entry's
 time, see `archive`). The newest file of a student's notebook is graded, the older ones are
-`superseded`, unless `--prefer` names one (the rule: `lms`).
+`superseded`, unless `--prefer` names one (the rule: `resubmissions`).
 
 Names are data, never paths: a zip entry is judged from its name string and copied, with a bound,
 to a path chosen here (`scratch/<entry number>/`); a folder is walked without following links.
@@ -40,7 +40,8 @@ from pathlib import Path
 from tapelab.grading import lms
 from tapelab.grading.archive import (MAX_ENTRY_BYTES, MAX_PART_BYTES, Archive, Entry, EntryError, ZipRejected,
                                      from_unix, mode_kind, name_parts, name_problem, read_regular, shown)
-from tapelab.grading.lms import guess_student, is_older, notebook_name, split_flat_name
+from tapelab.grading.lms import guess_student, notebook_name, split_flat_name
+from tapelab.grading.resubmissions import PreferError, is_older, resolve
 
 __all__ = ["Candidate", "InputError", "discover", "is_older", "shown", "split_flat_name", "student_problem"]
 
@@ -309,45 +310,6 @@ def _judge_all(entries: list[Entry], known: dict[str, str]) -> list[tuple[Candid
     return [(_judge(e, known, files), e) for e in chosen]
 
 
-def _preferred(groups: dict[tuple[str, str], list[Candidate]], prefer: Sequence[str]) -> None:
-    """Mark the files `prefer` names (by `source`, or by base name); raise InputError for a value that
-    names no gradable file, or two files of one student and notebook."""
-    chosen: dict[tuple[str, str], tuple[str, Candidate]] = {}
-    for value in prefer:
-        hits = [(key, c) for key, cands in groups.items() for c in cands
-                if value in (c.source, *name_parts(c.source)[-1:])]
-        if not hits:
-            raise InputError(f"--prefer {shown(value)!r} names no gradable file of the input: give a file's name or "
-                             "its path inside the input, as the report's `source` shows it")
-        for key, cand in hits:
-            if key in chosen:
-                other = chosen[key][0]
-                also = f"and --prefer {shown(other)!r} name" if other != value else "names"
-                raise InputError(f"--prefer {shown(value)!r} {also} two files of {shown(key[0])}'s {key[1]} "
-                                 f"(`{chosen[key][1].source}`, `{cand.source}`): give one path per student and "
-                                 "notebook, as the report's `source` shows it")
-            chosen[key] = value, cand
-            cand.preferred = True
-
-
-def _resolve(found: list[Candidate], prefer: Sequence[str]) -> None:
-    """One id per student (its first spelling in name order, so `Bob` and `bob` never make two folders of
-    the course), and one graded file per student and notebook: the --prefer one, else the newest, else
-    the first in name order; the others get `superseded` or `duplicate`."""
-    spelling: dict[str, str] = {}
-    groups: dict[tuple[str, str], list[Candidate]] = {}
-    for cand in found:
-        if cand.status is None:
-            cand.student = spelling.setdefault(cand.student.casefold(), cand.student)
-            groups.setdefault((cand.student, cand.notebook), []).append(cand)
-    _preferred(groups, prefer)
-    for cands in groups.values():
-        winner = lms.newest(cands)
-        for cand in cands:
-            if cand is not winner:
-                cand.status, cand.reason = lms.lost(cand, winner)
-
-
 def _read_folder(source: Path, known: dict[str, str]) -> tuple[list[Entry], list[Candidate]]:
     entries, found = _walk(source)
     stamps = _stamps(entries)
@@ -402,7 +364,10 @@ def discover(source: Path, known: dict[str, str], scratch: Path, prefer: Sequenc
     empty = _empty_folders(entries, known)
     for cand in found + empty if identify is not None else []:
         cand.student = identify(cand.student) if cand.student and cand.status != "bad_name" else cand.student
-    _resolve(found, prefer)
+    try:
+        resolve(found, prefer)
+    except PreferError as error:
+        raise InputError(str(error)) from None
     claimed = {(c.student.casefold(), c.notebook) for c in found if c.student}
     for cand in empty:
         student = cand.student.casefold()

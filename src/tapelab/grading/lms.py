@@ -1,4 +1,4 @@
-"""Who sent a file and when, as LMS download names say (`parse`), and which of a student's files counts.
+"""Who sent a file and when, as LMS download names say (`parse`).
 
 A flat name is split at the `_NN_` that starts a released notebook (`split_flat_name`); a copy number
 that Canvas adds to a re-uploaded file (`01_basic_tape-1`) or a browser to a second download
@@ -33,25 +33,18 @@ matches it whole. A student part that matches none is the student id as it is.
 A time in a name carries no time zone: it is taken as UTC. A name whose "time" is not a date (month
 13) does not match its format.
 
-Which file counts, when a student sent several of one notebook (`newest`, `lost`, `is_older`): the one
-given with --prefer, else the newest (`inputs` dates each file: timestamp.txt, else its name's time,
-else the file's time), else, at the same time, the higher upload number; older files are
-`superseded`. Files still equal keep the first in name order, the others are `duplicate`.
+Which of a student's files counts is `resubmissions`' rule.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Protocol, TypeVar
 
-__all__ = ["FORMATS", "LmsFormat", "LmsName", "guess_student", "is_older", "lost", "newest", "notebook_name",
-           "parse", "split_flat_name"]
+__all__ = ["FORMATS", "LmsFormat", "LmsName", "guess_student", "notebook_name", "parse", "split_flat_name"]
 
 _NN = re.compile(r"_(?=\d\d_)")
 _COPY_NUMBER = re.compile(r"(?:-\d+| ?\(\d+\))$")  # Canvas: `01_basic_tape-1`; browsers: `01_basic_tape (1)`
-_NEVER = datetime.min.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -145,62 +138,3 @@ def parse(student_part: str) -> LmsName:
         if (name := _read(fmt, student_part)) is not None:
             return name
     return LmsName(student_part)
-
-
-class Dated(Protocol):
-    """What the rule reads of an input file (`inputs.Candidate`)."""
-
-    source: str
-    student: str | None
-    submitted_at: datetime | None
-    time_origin: str
-    upload: int | None
-    preferred: bool
-
-
-_File = TypeVar("_File", bound=Dated)
-
-
-def _age(file: Dated) -> tuple[datetime, int]:
-    return file.submitted_at or _NEVER, -1 if file.upload is None else file.upload
-
-
-def _when(file: Dated) -> str:
-    if file.submitted_at is None:
-        return "at an unknown time"
-    return f"at {file.submitted_at:%Y-%m-%d %H:%M:%S} UTC ({file.time_origin})"
-
-
-def newest(files: Sequence[_File]) -> _File:
-    """The file graded among `files` of one student and notebook (in name order): see the module docstring."""
-    return next((f for f in files if f.preferred), None) or max(files, key=_age)  # max keeps the first of equals
-
-
-def lost(file: Dated, winner: Dated) -> tuple[str, str]:
-    """(status, reason) of `file`, not graded because `winner` of the same student and notebook is."""
-    again = f"; to grade this file instead, rerun with --prefer '{file.source}'"
-    if winner.preferred:
-        return "superseded", f"not the file given with --prefer: `{winner.source}` is graded{again}"
-    if file.submitted_at != winner.submitted_at:
-        return "superseded", (f"`{winner.source}`, submitted {_when(winner)}, is newer than this file, "
-                              f"submitted {_when(file)}, and is graded{again}")
-    if _age(file) != _age(winner):
-        return "superseded", (f"`{winner.source}` is graded: both are dated {_when(file)}, and the LMS numbered "
-                              f"its upload after this one ({winner.upload} > {file.upload}){again}")
-    if winner.source == file.source:
-        return "duplicate", f"the input holds `{file.source}` more than once, with one time; the first copy is graded"
-    return "duplicate", (f"`{winner.source}` is graded for the same student and notebook, submitted at the same "
-                         f"time (student ids are compared ignoring case and Unicode normalization: `{winner.student}`)")
-
-
-def is_older(candidate_time: datetime | None, graded_time: str | None) -> bool:
-    """Whether a file submitted at `candidate_time` is older than the submission graded before, whose time
-    `graded_time` is stored as an ISO string (naive: UTC). Unknown on either side, or unreadable: False."""
-    if candidate_time is None or not graded_time:
-        return False
-    try:
-        graded = datetime.fromisoformat(graded_time)
-    except ValueError:
-        return False
-    utc = [t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in (candidate_time, graded)]
-    return utc[0] < utc[1]
