@@ -131,8 +131,11 @@ def days(tmp_path_factory) -> dict:
     pages = {student: _page(course, student) for student in ("ana", "ben", "cy", "dee")}
     command = subprocess.run(["nbgrader", "generate_feedback", TINY, "--force"], cwd=course, env=nbgrader_env(),
                              capture_output=True, text=True, timeout=300)
+    nbgrader_pages = {student: _page(course, student) for student in pages}
+    prefer = f"{rerun.strip()} --prefer ben_{TINY}.ipynb"  # the guide's own override, last
+    steps["prefer"] = _snapshot("prefer", course, _bash(prefer, home), store)
     return {"home": home, "course": course, "steps": steps, "formgrader": seen, "pages": pages,
-            "nbgrader_pages": {student: _page(course, student) for student in pages}, "command": command}
+            "nbgrader_pages": nbgrader_pages, "command": command}
 
 
 def _page(course: Path, student: str) -> str:
@@ -156,17 +159,18 @@ def test_the_guide_has_the_four_blocks_this_test_runs():
     assert all(line.strip().startswith(("tapelab ", "cd ")) for block in blocks for line in block.splitlines())
 
 
-@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual"])
+@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual", "prefer"])
 def test_every_command_of_the_guide_succeeds(days, step):
     """Does each block of the guide exit 0?"""
     result = days["steps"][step]["result"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
-@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual"])
+@pytest.mark.parametrize("step", ["first", "partial", "resubmission", "manual", "prefer"])
 def test_grades_csv_agrees_with_nbgrader_export_cell_by_cell(days, step):
-    """After a first run, a partial regrade, a resubmission and a manual score, does grades.csv give every
-    student and assignment of `nbgrader export` the same score and max score, and no other row?"""
+    """After a first run, a partial regrade, a resubmission, a manual score and a --prefer regrade, does
+    grades.csv give every student and assignment of `nbgrader export` the same score and max score, and no
+    other row?"""
     snapshot = days["steps"][step]
     exported = _scores(snapshot["export"])
     assert _scores(snapshot["grades"], student="student") == exported
@@ -182,11 +186,13 @@ def test_a_partial_regrade_still_covers_the_class(days):
 
 
 def test_an_older_file_is_superseded_and_the_newer_grade_kept(days):
-    """Rerunning the day-one zip after ben's late file: is his old file `superseded`, naming the late one,
-    with his grade of 1 kept in the gradebook, grades.csv and the report?"""
+    """Rerunning the day-one zip after ben's late file: is his old file `superseded` (recognised by its
+    content, which was graded and replaced), naming the late one, with his grade of 1 kept in the gradebook,
+    grades.csv and the report?"""
     rerun = days["steps"]["resubmission"]
     ben = next(s for s in rerun["report"]["submissions"] if s["student"] == "ben")
     assert ben["status"] == "superseded" and f"late/ben_{TINY}.ipynb" in ben["reason"], ben
+    assert "this file was graded before" in ben["reason"]  # known by its content, whatever the clocks say
     assert _scores(rerun["grades"], student="student")[("ben", TINY)] == (1.0, 1.0)
     history = [h["status"] for h in rerun["report"]["inputs"][f"{days['home'] / 'Downloads' / 'day1.zip'}:ben_{TINY}.ipynb"]]
     assert history == ["graded", "superseded"], history
@@ -265,8 +271,7 @@ def test_feedback_is_rendered_as_each_notebook_is_graded(days):
     of the run finds every page unchanged, and does the page show his new score?"""
     partial = days["steps"]["partial"]
     assert "(0 page(s) written, 4 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
-    page = (days["course"] / "feedback" / "ben" / TINY / f"{TINY}.html").read_text()
-    assert "Score: 1.0 / 1.0" in page
+    assert "Score: 1.0 / 1.0" in days["pages"]["ben"]
 
 
 def test_formgraders_button_writes_tapelabs_page_with_no_hidden_test(days):
@@ -290,3 +295,11 @@ def test_nbgrader_generate_feedback_writes_tapelabs_pages(days):
     assert days["command"].returncode == 0, days["command"].stderr[-3000:]
     assert days["nbgrader_pages"] == days["pages"]
     assert [s for s, page in days["pages"].items() if _shows(page, TINY_HIDDEN)] == []
+
+
+def test_prefer_grades_the_named_older_file_over_the_newer_grade(days):
+    """With --prefer naming ben's day-one file, is that file graded again (his 0 replaces the late 1)?"""
+    prefer = days["steps"]["prefer"]
+    ben = next(s for s in prefer["report"]["submissions"] if s["student"] == "ben")
+    assert (ben["status"], ben["score"]) == ("graded", 0.0), ben
+    assert _scores(prefer["grades"], student="student")[("ben", TINY)] == (0.0, 1.0)

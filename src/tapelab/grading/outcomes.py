@@ -72,21 +72,40 @@ class Outcomes:
         self._log("submission", entry)
         return entry
 
-    def _superseded(self, cand: Candidate, key: str) -> dict | None:
-        """The entry of an input older than the submission already graded for its key, or None."""
+    def _superseded(self, cand: Candidate, key: str, digest: str) -> dict | None:
+        """The entry of an input that must not be graded over the submission graded for its key: one whose
+        content was graded before and replaced since (whatever the clocks say: a rerun of an old zip), or
+        one older than it; None when `--prefer` names it, or it is the graded file itself."""
         stored = self.state.entries.get(key)
         if (not stored or stored.get("status") not in GRADED_STATUSES or cand.preferred
-                or not is_older(cand.submitted_at, stored.get("submitted_at"))):
+                or digest == stored.get("hash")):
             return None
-        return self._rejected(cand, "superseded", (
-            f"submitted {cand.submitted_at.isoformat()} ({cand.time_origin}), before the submission already graded "
-            f"({stored.get('input') or 'an earlier run'}, submitted {stored['submitted_at']}): not regraded; pass "
-            f"--prefer '{cand.source}' to grade this one instead"))
+        again = f"not regraded; pass --prefer '{cand.source}' to grade this one instead"
+        if digest in stored.get("graded_hashes", []):
+            return self._rejected(cand, "superseded", (
+                f"this file was graded before, and {stored.get('input') or 'a later submission'} (submitted "
+                f"{stored.get('submitted_at') or 'at an unknown time'}) has been graded since: {again}"))
+        if is_older(cand.submitted_at, stored.get("submitted_at")):
+            return self._rejected(cand, "superseded", (
+                f"submitted {cand.submitted_at.isoformat()} ({cand.time_origin}), before the submission already "
+                f"graded ({stored.get('input') or 'an earlier run'}, submitted {stored['submitted_at']}): {again}"))
+        return None
+
+    def _graded_hashes(self, key: str, digest: str) -> list[str]:
+        """Every content hash graded for `key` so far, `digest` last (a state of an earlier version has
+        only the last one's)."""
+        stored = self.state.entries.get(key) or {}
+        earlier = stored.get("graded_hashes") or (
+            [stored["hash"]] if stored.get("status") in GRADED_STATUSES and stored.get("hash") else [])
+        return [h for h in earlier if h != digest] + [digest]
 
     def _complete(self, key: str, entry: dict) -> None:
+        kept = {k: v for k, v in entry.items() if k != "regraded"}
+        earlier = (self.state.entries.get(key) or {}).get("graded_hashes")
+        if earlier and "graded_hashes" not in kept:  # a failed or ungraded input keeps what was graded
+            kept["graded_hashes"] = earlier
         try:
-            self.state.complete(key, {**{k: v for k, v in entry.items() if k != "regraded"},
-                                      "input": self._input(entry["source"])})
+            self.state.complete(key, {**kept, "input": self._input(entry["source"])})
         except OSError as error:
             if not any(w.startswith(STATE_FILE) for w in self.warnings):
                 self._warn(f"{STATE_FILE} could not be updated ({error.strerror}): the gradebook and report.json "

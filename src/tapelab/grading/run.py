@@ -158,8 +158,6 @@ class Coordinator(Outcomes):
         if cand.status:
             return self._rejected(cand)
         key = State.key(cand.student, cand.assignment, cand.notebook)
-        if (older := self._superseded(cand, key)) is not None:
-            return older
         try:
             raw = cand.path.read_bytes()
         except OSError as error:
@@ -169,6 +167,8 @@ class Coordinator(Outcomes):
             self._complete(key, entry)
             return entry
         digest = content_hash(raw, self.settings_key)
+        if (older := self._superseded(cand, key, digest)) is not None:
+            return older
         stored = None if self.options.force else self.state.unchanged(key, digest, FINAL)
         if stored:
             self.skipped += 1
@@ -235,7 +235,7 @@ class Coordinator(Outcomes):
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)
         entry = entry_of(cand, status, reason, flags, score, max_score, hash=digest, seconds=seconds, regraded=True,
-                       worker=result.get("worker"))
+                         worker=result.get("worker"), graded_hashes=self._graded_hashes(key, digest))
         self._complete(key, entry)
         return entry
 
