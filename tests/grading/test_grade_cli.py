@@ -1,5 +1,6 @@
 """`tapelab grade` usage, and the grading pieces that need no kernel: names, zips, scans, feedback."""
 import io
+import re
 import subprocess
 import sys
 
@@ -217,3 +218,16 @@ def test_a_worker_that_cannot_sandbox_refuses_to_execute(monkeypatch):
     reason = result["facts"]["infra_error"]
     assert f"worker {worker.worker_name()} cannot apply this run's protections (namespaces: not running as root)" \
         in reason and "as root" in reason
+
+
+def test_every_status_is_in_the_guide_table_and_the_help():
+    """Does the instructor guide's status table, and `tapelab grade --help`, list exactly the statuses the
+    grader can give (so neither drifts from statuses.STATUSES)?"""
+    from tapelab.grading.statuses import STATUSES
+    from tapelab.paths import REPO
+
+    guide = (REPO / "docs" / "instructor-guide.md").read_text()
+    table = guide[guide.index("### Statuses and what to do"):guide.index("### Untrusted code")]
+    assert re.findall(r"^\| `([a-z_]+)` \|", table, re.M) == list(STATUSES)
+    listed = re.search(r"statuses: (.*?) \(see", _cli("--help").stdout, re.S).group(1)
+    assert [s.strip() for s in listed.replace("\n", " ").split(",")] == list(STATUSES)

@@ -21,15 +21,14 @@ from pathlib import Path
 
 import nbformat
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
 from tapelab.grading.gradebook import GradebookError, check_url, first_use, inspect_gradebook, redact, setup_lock
 from tapelab.grading.records import Unwritable, atomic_write_text, check_writable
 from tapelab.paths import assignment_names
+from tapelab.release import CONFIG_FILE, course_config
 
 __all__ = ["Course", "CourseError", "ensure_exchange", "open_course"]
 
-CONFIG_FILE = "nbgrader_config.py"
 LOCK_FILE = ".tapelab-grade.lock"
 SETUP_MARKER = ".tapelab-setup"  # "started" while tapelab sets the folder up, "complete" after
 OUTPUT_FOLDERS = ("submitted", "autograded", "feedback")
@@ -83,12 +82,6 @@ class Course:
                     if statement not in lines:
                         lines.append(statement)
         return lines
-
-
-def _load_config(root: Path) -> Config:
-    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
-    config.CourseDirectory.root = str(root)
-    return config
 
 
 def _db_url(config: Config, root: Path) -> str:
@@ -202,7 +195,7 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, sa
             f"--course {root} is not an nbgrader course (no {CONFIG_FILE}): pass an empty or new "
             "folder to have one set up, or the folder where you ran `nbgrader generate_assignment`")
     os.chmod(root, 0o700)
-    config = _load_config(root)
+    config = course_config(root)
     configured = _db_url(config, root)
     if db_url and db_url != configured:
         raise CourseError(f"--db {redact(db_url)} is not the gradebook of {root}, which is {redact(configured)}: "
@@ -219,7 +212,7 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, sa
     exchange = ensure_exchange(root, known)
     if exchange:  # the config may have been extended
         notes += exchange
-        config = _load_config(root)
+        config = course_config(root)
     return Course(root, config, configured, known, notes=notes)
 
 
@@ -238,7 +231,7 @@ def ensure_exchange(root: Path, known: dict[str, str]) -> list[str]:
         return []
     notes = []
     config_file = root / CONFIG_FILE
-    if "root" not in _load_config(root).Exchange:
+    if "root" not in course_config(root).Exchange:
         atomic_write_text(config_file, f"{config_file.read_text()}\n{release.EXCHANGE_CONFIG}",
                           mode=config_file.stat().st_mode & 0o777)
         notes.append(f"{config_file} now puts an nbgrader exchange in {root / 'exchange'} (this course folder was "

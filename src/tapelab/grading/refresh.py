@@ -28,6 +28,7 @@ import jsonschema
 from tapelab.grading import handback, hidden
 from tapelab.grading.course import Course
 from tapelab.grading.records import State, atomic_write_text
+from tapelab.grading.standings import submission_rows
 
 __all__ = ["FEEDBACK_STATE", "Failure", "Refreshed", "ensure_submission_files", "nbgrader_timestamp",
            "refresh_feedback"]
@@ -144,28 +145,17 @@ def _hand_in_files(course: Course, page: _Page) -> None:
 # -- digests ---------------------------------------------------------------------------------------
 
 
-def _rows(gb, *columns, start, via=()) -> list[tuple]:
-    """(student, assignment, notebook, *columns) of every submitted notebook, joined from `start` via `via`."""
-    from nbgrader.api import Assignment, Notebook, Student, SubmittedAssignment, SubmittedNotebook
-
-    query = gb.db.query(Student.id, Assignment.name, Notebook.name, *columns).select_from(start)
-    for relation in (*via, SubmittedNotebook.assignment, SubmittedAssignment.student, SubmittedAssignment.assignment,
-                     SubmittedNotebook.notebook):
-        query = query.join(relation)
-    return query.all()
-
-
 def _pages(course: Course) -> list[_Page]:
     """Every submitted notebook in the gradebook, with every grade and comment it holds (three queries,
     whatever the size of the class)."""
     from nbgrader.api import BaseCell, Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
 
     with Gradebook(course.db_url) as gb:
-        notebooks = _rows(gb, SubmittedNotebook.late_submission_penalty, SubmittedAssignment.timestamp,
+        notebooks = submission_rows(gb, SubmittedNotebook.late_submission_penalty, SubmittedAssignment.timestamp,
                           start=SubmittedNotebook)
-        grades = _rows(gb, BaseCell.name, Grade.auto_score, Grade.manual_score, Grade.extra_credit,
+        grades = submission_rows(gb, BaseCell.name, Grade.auto_score, Grade.manual_score, Grade.extra_credit,
                        Grade.needs_manual_grade, Grade.max_score, start=Grade, via=(Grade.notebook, Grade.cell))
-        comments = _rows(gb, BaseCell.name, Comment.auto_comment, Comment.manual_comment, start=Comment,
+        comments = submission_rows(gb, BaseCell.name, Comment.auto_comment, Comment.manual_comment, start=Comment,
                          via=(Comment.notebook, Comment.cell))
     facts: dict[tuple, dict] = {tuple(key): {"grades": [], "comments": [], "late_penalty": penalty}
                                 for *key, penalty, _ in notebooks}

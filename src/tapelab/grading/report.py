@@ -91,16 +91,17 @@ def _statuses(report: dict) -> list[str]:
 def _scores(report: dict) -> list[str]:
     if report["distribution"] is None:
         return ["scores: the gradebook could not be read (see the warnings)"]
-    lines = ["scores, from the gradebook (every run, manual scores included; 0 when not submitted):",
-             f"  {'notebook':<22}{'submitted':>10}{'mean':>7}{'median':>7}{'min':>6}{'max':>6}{'of':>5}"
-             "   students by % of max: 0-20 20-40 40-60 60-80 80-100"]
+    bands = ("0-20%", "20-40%", "40-60%", "60-80%", "80-100%")
+    lines = ["scores, from the gradebook (every run, manual scores included; 0 when not submitted), and how many "
+             "submissions scored in each band of the max score:",
+             f"  {'notebook':<22}{'submitted':>10}{'mean':>7}{'median':>7}{'min':>6}{'max':>6}{'of':>5}  "
+             + "".join(f"{band:>8}" for band in bands)]
     for d in report["distribution"]:
         def num(v):
             return "-" if v is None else f"{v:g}"
-        bins = " ".join(f"{b:>5}" for b in d["bins"])
         lines.append(f"  {d['notebook']:<22}{d['submitted']:>5}/{d['students']:<4}{num(d['mean']):>7}"
-                     f"{num(d['median']):>7}{num(d['min']):>6}{num(d['max']):>6}{num(d['max_score']):>5}"
-                     f"   {'':<22}{bins}")
+                     f"{num(d['median']):>7}{num(d['min']):>6}{num(d['max']):>6}{num(d['max_score']):>5}  "
+                     + "".join(f"{count:>8}" for count in d["bins"]))
     unnamed = sorted({r["student"] for r in report["gradebook"] if not (r["first_name"] or r["last_name"])})
     if unnamed:
         lines.append(f"  {len(unnamed)} student(s) have no name in the gradebook (formgrader shows them as None): "

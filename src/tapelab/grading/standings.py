@@ -55,38 +55,51 @@ def _timestamp(value) -> str | None:
     return value.isoformat(sep=" ") if value is not None else None
 
 
+def submission_rows(gb, *columns, start, via=(), where=None) -> list[tuple]:
+    """(student, assignment, notebook, *columns) of every submitted notebook (those matching `where`), in
+    one query joined from `start` (a table of nbgrader's gradebook) via the relations `via`."""
+    from nbgrader.api import Assignment, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+
+    query = gb.db.query(Student.id, Assignment.name, Notebook.name, *columns).select_from(start)
+    for relation in (*via, SubmittedNotebook.assignment, SubmittedAssignment.student, SubmittedAssignment.assignment,
+                     SubmittedNotebook.notebook):
+        query = query.join(relation)
+    return (query if where is None else query.filter(where)).all()
+
+
 def read(db_url: str, statuses: dict[str, dict] | None = None) -> list[Standing]:
     """Every gradebook student x every released notebook, ordered by student, assignment, notebook.
 
-    `statuses` maps a key (student/assignment/notebook) to tapelab's record of it ({"status", "reason"}).
+    Four queries whatever the size of the class, with nbgrader's own score expressions (the column
+    properties `nbgrader export` reads). `statuses` maps a key (student/assignment/notebook) to
+    tapelab's record of it ({"status", "reason"}).
     """
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Assignment, Grade, Gradebook, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+    from sqlalchemy import and_, or_
 
     statuses = statuses or {}
-    rows: list[Standing] = []
     with Gradebook(db_url) as gb:
-        students = sorted(gb.students, key=lambda s: s.id)
-        for assignment in sorted(gb.assignments, key=lambda a: a.name):
-            submitted = {sub.student.id: sub for sub in assignment.submissions}
-            for notebook in sorted(assignment.notebooks, key=lambda n: n.name):
-                for student in students:
-                    sub = submitted.get(student.id)
-                    nb = next((n for n in sub.notebooks if n.name == notebook.name), None) if sub else None
-                    if nb is None:
-                        raw = penalty = 0.0
-                        manual = review = False
-                    else:
-                        raw, penalty = float(nb.score), float(nb.late_submission_penalty or 0.0)
-                        manual = any(g.manual_score is not None or g.extra_credit for g in nb.grades)
-                        review = bool(nb.needs_manual_grade)
-                    row = Standing(student.id, student.first_name, student.last_name, assignment.name,
-                                   notebook.name, _timestamp(sub.timestamp) if sub else None, raw, penalty,
-                                   max(0.0, raw - penalty), float(notebook.max_score), manual, review, nb is not None)
-                    known = statuses.get(row.key)
-                    if known and (nb is not None or known.get("status") not in GRADED_STATUSES):
-                        row.status, row.reason = known.get("status") or row.status, known.get("reason") or ""
-                    rows.append(row)
-    return rows
+        students = gb.db.query(Student.id, Student.first_name, Student.last_name).order_by(Student.id).all()
+        released = (gb.db.query(Assignment.name, Notebook.name, Notebook.max_score).select_from(Notebook)
+                    .join(Notebook.assignment).order_by(Assignment.name, Notebook.name).all())
+        submitted = {tuple(row[:3]): row[3:] for row in submission_rows(
+            gb, SubmittedNotebook.score, SubmittedNotebook.late_submission_penalty,
+            SubmittedNotebook.needs_manual_grade, SubmittedAssignment.timestamp, start=SubmittedNotebook)}
+        given = or_(Grade.manual_score.isnot(None), and_(Grade.extra_credit.isnot(None), Grade.extra_credit != 0))
+        by_hand = set(map(tuple, submission_rows(gb, start=Grade, via=(Grade.notebook,), where=given)))
+    rows: list[Standing] = []
+    for student, first, last in students:
+        for assignment, notebook, top in released:
+            key = (student, assignment, notebook)
+            score, penalty, review, when = submitted.get(key, (0.0, 0.0, False, None))
+            raw, penalty = float(score or 0.0), float(penalty or 0.0)
+            row = Standing(student, first, last, assignment, notebook, _timestamp(when), raw, penalty,
+                           max(0.0, raw - penalty), float(top or 0.0), key in by_hand, bool(review), key in submitted)
+            known = statuses.get(row.key)
+            if known and (row.submitted or known.get("status") not in GRADED_STATUSES):
+                row.status, row.reason = known.get("status") or row.status, known.get("reason") or ""
+            rows.append(row)
+    return sorted(rows, key=lambda r: (r.student, r.assignment, r.notebook))
 
 
 def _cell(value):

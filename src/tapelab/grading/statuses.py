@@ -19,13 +19,15 @@ STATUSES: dict[str, tuple[str, str]] = {
         "the notebook sent more than the output limit (bytes of any kind, including widget state, or "
         "more than 10,000 messages), or stored attachments and metadata past it (stripped); the kernel was "
         "stopped, cells not run score 0", "ask the student to remove the large prints, pasted images or saved widget state"),
-    "invalid_notebook": ("not JSON, not a notebook, or not nbformat 4", "ask the student to resubmit"),
+    "invalid_notebook": (
+        "not JSON, not a notebook, or not nbformat 4; scored 0 with this reason in the gradebook, unless it "
+        "holds a grade of an earlier submission, which is kept", "ask the student to resubmit"),
     "unknown_notebook": (
         "the file name does not name a notebook released in this course",
         "rename it to <student>_<notebook>.ipynb or <student>/<notebook>.ipynb, or release the notebook"),
     "missing_notebook": (
-        "the student submitted other notebooks of this run but not this one, or the student's folder "
-        "(or its assignment folder) holds no notebook; scored 0",
+        "the student submitted other notebooks of this run but never this one (no earlier run graded it), "
+        "or the student's folder (or its assignment folder) holds no notebook; scored 0",
         "nothing, unless the student says it was uploaded elsewhere; the reason names the folder"),
     "superseded": (
         "an older file of the same student and notebook: a newer one was graded (by nbgrader's timestamp.txt, "
