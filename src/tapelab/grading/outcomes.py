@@ -156,12 +156,14 @@ class Outcomes:
                 entry["score"], entry["max_score"] = row.score, row.max_score
 
     def _name(self, candidates: list[Candidate]) -> None:
-        """Every student who sent anything, and every roster student, joins the gradebook; names from the
-        roster (ids were resolved against it by `discover`), else those an LMS file name carries."""
+        """Every student who sent anything for a released notebook (or a student folder), and every roster
+        student, joins the gradebook; names from the roster (ids were resolved against it by `discover`),
+        else those an LMS file name carries. An `unknown_notebook` file's student is only a guess: not added."""
         if self.roster is not None:
             self.people.update({p.id: p.names() for p in self.roster.people})
         for cand in candidates:
-            if cand.student and cand.status != "bad_name" and student_problem(cand.student) is None:
+            if (cand.student and cand.status not in ("bad_name", "unknown_notebook")
+                    and student_problem(cand.student) is None):
                 self.people.setdefault(cand.student, {"first_name": cand.first_name, "last_name": cand.last_name})
 
     def _input(self, source: str) -> str:
