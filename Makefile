@@ -39,7 +39,7 @@ postgres:
 # Everything: unit, checker, release, grading (local, Dask, PostgreSQL), browser and Binder tests,
 # plus strict nbval on solutions/.
 test: venv chromium postgres
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests solutions
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env tests solutions
 
 # Student notebooks are generated from solutions/, never edited by hand.
 release: venv

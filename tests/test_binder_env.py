@@ -22,7 +22,7 @@ NOTEBOOK = "solutions/01_basic_tape.ipynb"
 IGNORED = shutil.ignore_patterns(".git", ".venv", "test-output", "build", "*.egg-info", "__pycache__",
                                  ".pytest_cache", ".ipynb_checkpoints")
 
-pytestmark = pytest.mark.slow_env
+pytestmark = [pytest.mark.slow_env, pytest.mark.heavy(65)]
 
 RUN_NOTEBOOK = textwrap.dedent("""
     import json, sys

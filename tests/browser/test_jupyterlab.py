@@ -19,7 +19,7 @@ STUDENT_NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]
 # What a student must never see under a check: a traceback, let alone one through tapelab's files.
 TRACEBACK_MARKERS = ("Traceback", "site-packages", "tapelab/", 'File "')
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.heavy(200)]
 
 
 def _code_cells(path: Path) -> list[tuple[int, dict]]:

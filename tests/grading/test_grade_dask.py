@@ -15,6 +15,8 @@ from grade_fixtures import (BASIC, TINY, cell_scores, fill, load_report, make_co
 from services import DaskCluster
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(175)  # seconds, about: scheduled first (tests/conftest.py)
+
 TIMEOUT = "25"  # per notebook: the sleeper below times out; every other fixture needs a few seconds
 
 

@@ -14,6 +14,8 @@ from services import PostgresServer
 from tapelab.grading.gradebook import first_use
 from tapelab.release import nbgrader_env, prepare_course
 
+pytestmark = pytest.mark.heavy(105)  # seconds, about: scheduled first (tests/conftest.py)
+
 # student -> (notebook, answers, the grade cells that fail)
 GRADERS = {
     "ta1": {"ann": (BASIC, "reference", set()), "bob": (BASIC, "partial", None),

@@ -14,6 +14,8 @@ from grade_fixtures import (TINY, by_student, fill, load_report, make_course, or
                             write)
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(90)  # seconds, about: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):

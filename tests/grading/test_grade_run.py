@@ -21,6 +21,8 @@ from tapelab.grading.standings import CSV_FIELDS
 from tapelab.paths import SOLUTIONS
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(115)  # seconds, about: scheduled first (tests/conftest.py)
+
 TIMEOUT = 60
 SECRET = "tapelab-test-secret-value"
 

@@ -24,6 +24,8 @@ from tapelab.grading.progress import Progress
 from tapelab.paths import assignment_names
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(90)  # seconds, about: scheduled first (tests/conftest.py)
+
 FAULTS = r'''
 import json, os, signal, sys
 from tapelab.grading import outcomes, pools, run

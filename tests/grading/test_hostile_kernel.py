@@ -14,6 +14,8 @@ from hostile_set import MALFORMED
 from tapelab.grading import executor, worker
 from tapelab.grading.sandbox import Sandbox
 
+pytestmark = pytest.mark.heavy(100)  # seconds, about: scheduled first (tests/conftest.py)
+
 TIMEOUT = 45
 SECRET_TEXT = "hidden check of answer()"  # the hidden test's message, part of its source
 

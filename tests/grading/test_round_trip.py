@@ -4,6 +4,8 @@ import pytest
 from course import results, round_trip_submissions, grade_cell_of
 from tapelab.paths import assignment_names
 
+pytestmark = pytest.mark.heavy(350)  # seconds, about: scheduled first (tests/conftest.py)
+
 
 
 def _by_student(notebook, student):

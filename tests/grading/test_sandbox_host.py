@@ -30,6 +30,8 @@ from tapelab.grading.worker import Settings, execute
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(80)  # seconds, about: scheduled first (tests/conftest.py)
+
 WAIT = 12  # seconds each kernel looks for the other's files
 
 

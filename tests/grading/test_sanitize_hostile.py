@@ -15,6 +15,8 @@ from tapelab.grading import sanitize
 from tapelab.grading.course import open_course
 from tapelab.grading.run import OUTPUT_LIMIT
 
+pytestmark = pytest.mark.heavy(60)  # seconds, about: scheduled first (tests/conftest.py)
+
 WIDGET_MARK = "widget-state-marker-7f3a"
 
 

@@ -33,6 +33,8 @@ from tapelab.grading.handback import PAGE
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
+pytestmark = pytest.mark.heavy(55)  # seconds, about: scheduled first (tests/conftest.py)
+
 GUIDE = REPO / "docs" / "instructor-guide.md"
 SECTION = "## 7. The second day"
 ROSTER = {"ana": ("Ana", "Lima"), "ben": ("Ben", "Nevis"), "cy": ("Cy", "Young"), "dee": ("Dee", "Ray"),

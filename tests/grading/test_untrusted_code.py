@@ -21,6 +21,8 @@ from hostile_set import DURING_CHECK, HIDDEN_MARK, OTHER_CLASSES, PATCHES, expec
 from services import DaskCluster, PostgresServer
 from tapelab.release import prepare_course
 
+pytestmark = pytest.mark.heavy(260)  # seconds, about: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module", params=["local", "dask+postgresql"])
 def run(request, tmp_path_factory):

@@ -13,6 +13,8 @@ from mutation.harness import (
     discover, grade_submissions, judge, load_equivalents, mutants_of, notebooks, sample, tier_submissions,
 )
 
+pytestmark = pytest.mark.heavy(95)  # seconds, about: scheduled first (tests/conftest.py)
+
 SPECS, ERRORS = discover()
 
 
