@@ -42,9 +42,13 @@ def lab_server(chromium_path: Path) -> Iterator[LabServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context(chromium_path: Path) -> Iterator[object]:
-    """A headless Chromium context with a 1280x1000 viewport; only 127.0.0.1 resolves inside it."""
+    """A headless Chromium context with a 1280x1000 viewport; only 127.0.0.1 resolves inside it.
+
+    One per module, not per session: while Playwright's sync API is open it keeps an asyncio loop
+    running in this thread, and a later module in the same test worker (the grading worker, run
+    in-process by test_sandbox_host) must be able to call asyncio.run."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
