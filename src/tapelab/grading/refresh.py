@@ -145,18 +145,25 @@ def _hand_in_files(course: Course, page: _Page) -> None:
 # -- digests ---------------------------------------------------------------------------------------
 
 
-def _pages(course: Course) -> list[_Page]:
-    """Every submitted notebook in the gradebook, with every grade and comment it holds (three queries,
-    whatever the size of the class)."""
-    from nbgrader.api import BaseCell, Comment, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
+def _pages(course: Course, only: Collection[str] | None = None) -> list[_Page]:
+    """Every submitted notebook in the gradebook (of the keys `only`, when given), with every grade and
+    comment it holds (three queries, whatever the size of the class)."""
+    from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, Notebook, Student, SubmittedAssignment,
+                              SubmittedNotebook)
+    from sqlalchemy import and_, false, or_
 
+    where = None
+    if only is not None:  # a key is student/assignment/notebook; a student id never holds `/`
+        where = or_(false(), *(and_(Student.id == student, Assignment.name == assignment, Notebook.name == notebook)
+                               for student, assignment, notebook in (key.rsplit("/", 2) for key in only)))
     with Gradebook(course.db_url) as gb:
         notebooks = submission_rows(gb, SubmittedNotebook.late_submission_penalty, SubmittedAssignment.timestamp,
-                          start=SubmittedNotebook)
+                                    start=SubmittedNotebook, where=where)
         grades = submission_rows(gb, BaseCell.name, Grade.auto_score, Grade.manual_score, Grade.extra_credit,
-                       Grade.needs_manual_grade, Grade.max_score, start=Grade, via=(Grade.notebook, Grade.cell))
+                                 Grade.needs_manual_grade, Grade.max_score, start=Grade, via=(Grade.notebook, Grade.cell),
+                                 where=where)
         comments = submission_rows(gb, BaseCell.name, Comment.auto_comment, Comment.manual_comment, start=Comment,
-                         via=(Comment.notebook, Comment.cell))
+                                   via=(Comment.notebook, Comment.cell), where=where)
     facts: dict[tuple, dict] = {tuple(key): {"grades": [], "comments": [], "late_penalty": penalty}
                                 for *key, penalty, _ in notebooks}
     for *key, cell, auto, manual, extra, needs, most in grades:
@@ -214,10 +221,8 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
     if note:
         done.notes.append(note)
     renderer, exporter, digests = _renderer(), None, ({} if only is None else dict(stored))
-    for page in _pages(course):
+    for page in _pages(course, only):
         key = State.key(page.student, page.assignment, page.notebook)
-        if only is not None and key not in only:
-            continue
         source = course.path("autograded", page.student, page.assignment, page.notebook)
         target = course.path("feedback", page.student, page.assignment, page.notebook, ext=".html")
         try:
