@@ -6,6 +6,7 @@ test grades exactly what a student could hand in.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -68,8 +69,14 @@ def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int
     """Run the real `nbgrader autograde`: once per notebook for the students whose kernels start alike, once
     per student with an environment of its own, `jobs` runs at a time (each run pays nbgrader's start-up).
 
-    A run whose kernel fails to start (an infrastructure fault, not the student's) is retried once.
+    A run whose kernel fails to start (an infrastructure fault, not the student's) is retried once. The runs
+    share one SQLite gradebook: in WAL mode, with a long busy timeout, a run waits for the other's write
+    instead of failing with "database is locked" (SQLite's default wait is 5 s).
     """
+    db = course / "gradebook.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    db_url = f"--CourseDirectory.db_url=sqlite:///{db}?timeout=600"
     runs: list[tuple[str, list[str], dict[str, str]]] = []
     for notebook in sorted({s.notebook for s in subs}):
         mine = [s for s in subs if s.notebook == notebook]
@@ -85,7 +92,7 @@ def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int
 
     def grade(run: tuple[str, list[str], dict[str, str]]) -> None:
         notebook, selection, extra = run
-        cmd = [sys.executable, "-m", "nbgrader", "autograde", notebook, *selection, "--force"]
+        cmd = [sys.executable, "-m", "nbgrader", "autograde", notebook, *selection, db_url, "--force"]
         for attempt in range(attempts):
             result = subprocess.run(cmd, cwd=course, env={**nbgrader_env(), **extra}, capture_output=True, text=True)
             if result.returncode == 0:

@@ -12,9 +12,20 @@ __all__ = ["Feedback", "Incorrect", "NotAttempted", "Message", "install_ipython_
 
 
 class Feedback(AssertionError):
-    """A check that did not pass; the message is written for the student."""
+    """A check that did not pass; the message is written for the student.
+
+    `cause` is the code of the established mistake in `tapelab.causes` (None when the checker could not
+    establish one, e.g. a bare mismatch); it travels with the message to nbgrader and class insight.
+    """
 
     title = "Not yet"
+
+    def __init__(self, message: str, cause: str | None = None):
+        super().__init__(message)
+        if cause is not None:
+            from tapelab.causes import cause as lookup
+            lookup(cause)  # an unknown code is the checker's bug: fail loudly, in tests
+        self.cause = cause
 
 
 class Incorrect(Feedback):
