@@ -21,7 +21,8 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 lab: venv
-	$(BIN)/jupyter lab $(ROOT_FLAG) --ip=127.0.0.1 notebooks/01_basic_tape.ipynb
+	# binder/jupyter: what students get (no formgrader or Create Assignment; Validate kept), as on Binder.
+	JUPYTER_CONFIG_PATH=$(CURDIR)/binder/jupyter $(BIN)/jupyter lab $(ROOT_FLAG) --ip=127.0.0.1 notebooks/01_basic_tape.ipynb
 
 # Debian's Chromium for the browser tests (never `playwright install`); installed only when missing.
 chromium:

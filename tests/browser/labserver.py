@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
+STUDENT_CONFIG = Path(__file__).resolve().parents[2] / "binder" / "jupyter"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
@@ -76,7 +77,9 @@ class LabServer:
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0",
                "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
                "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-               "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+               "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+               # What `make lab` and Binder give students (binder/jupyter): no instructor tools.
+               "JUPYTER_CONFIG_PATH": str(STUDENT_CONFIG)}
         env.pop("PYTEST_CURRENT_TEST", None)  # kernels must behave as in a student's JupyterLab
         return env
 

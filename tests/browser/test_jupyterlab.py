@@ -6,6 +6,7 @@ exercise. A full-page screenshot of each lands in test-output/screenshots/{solut
 from __future__ import annotations
 
 import json
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -114,4 +115,29 @@ def test_student_notebook_reports_an_untouched_exercise_as_not_attempted(open_no
             problems.append(f"test cell {test} shows a traceback ({', '.join(seen)}): {shown[:800]!r}")
         if any(o["output_type"] == "stream" and o["name"] == "stderr" for o in outputs):
             problems.append(f"test cell {test} wrote to stderr")
+        problems += _student_tools_problems(lab)
         assert not problems, f"{name} in JupyterLab:\n" + "\n".join(problems)
+
+
+# nbgrader's JupyterLab commands: students keep the assignment list (and the Validate button), not the
+# instructor tools; binder/jupyter disables those for `make lab`, Binder and this server alike.
+_STUDENT_COMMANDS = {"nbgrader:open-assignment-list": True, "nbgrader:open-formgrader": False,
+                     "nbgrader:open-formgrader-local": False, "nbgrader:open-create-assignment": False,
+                     "nbgrader:open-course-list": False}
+
+
+def _student_tools_problems(lab) -> list[str]:
+    """What a student's JupyterLab shows of nbgrader that it should not, or lacks that it should."""
+    has = lab.page.evaluate("ids => ids.map(id => window.jupyterapp.commands.hasCommand(id))", list(_STUDENT_COMMANDS))
+    problems = [f"command {command} is {'missing' if wanted else 'offered to students'}"
+                for (command, wanted), present in zip(_STUDENT_COMMANDS.items(), has) if present != wanted]
+    validate = lab.page.locator(".jp-NotebookPanel-toolbar").get_by_text("Validate", exact=True)
+    if not validate.count():
+        problems.append("the notebook toolbar has no Validate button")
+    try:
+        lab.server.api("GET", "/formgrader/api/status")
+        problems.append("/formgrader answers (the formgrader server extension is loaded)")
+    except urllib.error.HTTPError as error:
+        if error.code != 404:
+            problems.append(f"/formgrader answers {error.code}, not 404")
+    return problems
