@@ -40,7 +40,7 @@ postgres:
 # Everything: unit, checker, release, grading (local, Dask, PostgreSQL), browser and Binder tests,
 # plus strict nbval on solutions/.
 test: venv chromium postgres
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --nbval --nbval-current-env tests solutions
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=25 --nbval --nbval-current-env tests solutions
 
 # Student notebooks are generated from solutions/, never edited by hand.
 release: venv

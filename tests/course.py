@@ -34,12 +34,19 @@ class Submission:
     strip_log_settings: bool = False
 
 
+# Mistake tiers graded by stock nbgrader (tier k holds each exercise's k-th catalogued mistake): a bounded
+# sample, since every catalogued mistake is graded in-process by tests/exercises/test_checkers.py and
+# each tier costs one kernel per notebook. TAPELAB_ROUND_TRIP_TIERS=99 sends the whole catalogue.
+ROUND_TRIP_TIERS = int(os.environ.get("TAPELAB_ROUND_TRIP_TIERS", "3"))
+
+
 def round_trip_submissions(notebook: str) -> list[Submission]:
-    """Reference, blank, one student per mistake tier, and the reference with TensorFlow's noise on."""
+    """Reference, blank, one student per mistake tier (the first ROUND_TRIP_TIERS), and the reference with
+    TensorFlow's noise on."""
     reference = reference_answers(notebook)
     catalogue = mistakes(notebook)
     subs = [Submission("reference", notebook, reference), Submission("blank", notebook, {})]
-    for tier in range(max(len(ms) for ms in catalogue.values())):
+    for tier in range(min(ROUND_TRIP_TIERS, max(len(ms) for ms in catalogue.values()))):
         chosen = {gid: ms[tier] for gid, ms in catalogue.items() if tier < len(ms)}
         answers = {**reference, **{gid: m.code for gid, m in chosen.items()}}
         subs.append(Submission(f"mistakes{tier + 1}", notebook, answers, chosen))
