@@ -6,7 +6,9 @@ For each exercise of each solution notebook (all by default), every mutant of th
 answer (tests/mutation/mutants.py) is graded in-process through the exercise's whole test cell,
 then every tier (one mutant per exercise in one submission, plus the reference) is autograded by
 the real nbgrader and compared with the in-process verdicts. Prints a table per notebook and
-every finding. Exit status: 0 all good, 1 findings (a surviving non-equivalent mutant, a checker
+every finding, then every catalogued mistake (tests/mistakes/) graded in-process: how many the
+visible check rejects, name their cause and carry a cause code. Exit status: 0 all good, 1 findings
+(a surviving non-equivalent mutant, a mutant or mistake that only the hidden tests reject, a checker
 bug, a stale or wrong review, a notebook that cannot be judged, a disagreement), 2 usage error.
 """
 from __future__ import annotations
@@ -24,9 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mutation import harness  # noqa: E402  (needs tests/ on sys.path)
+from answers import mistakes  # noqa: E402
 from mutation.inprocess import grade  # noqa: E402
 
-_COLUMNS = ("exercise", "generated", "judged", "killed", "equivalent", "survived", "checker bugs", "named (tape kinds)")
+# "hidden only": killed by the hidden tests alone, so the student's own check() said Correct (should be 0).
+_COLUMNS = ("exercise", "generated", "judged", "killed", "hidden only", "equivalent", "survived", "checker bugs",
+            "named (tape kinds)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         if nb in judged:
             _print_table(nb, generated, judged[nb], [t for t in tiers if t.submission.notebook == nb],
                          [d for d in disagreements if d.notebook == nb], args.agreement)
+    findings += _print_mistakes(specs_by_nb, args.timeout)
     results = [r for by_ex in judged.values() for rs in by_ex.values() for r in rs]
     if args.verbose:
         print("\nEvery mutant:")
@@ -76,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r.verdict.outcome}/{r.verdict.part or '-'}: {r.verdict.message[:140]}")
     _print_equivalents(results)
     bad = [r for r in results if not r.ok]
+    findings += [f"{r.exercise.notebook} {r.exercise.answer_id} {r.mutant.name}: check() says Correct, only the "
+                 f"hidden tests fail it ({r.verdict.message[:140]})"
+                 for r in results if r.status == "killed" and r.verdict.part == "hidden"]
     findings += [f"disagreement: {d}" for d in disagreements]
     print(f"\nTime: in-process {in_process_seconds:.0f} s ({len(results)} mutants), "
           f"nbgrader agreement {agreement_seconds:.0f} s ({len(tiers)} submissions).")
@@ -134,11 +143,13 @@ def _agreement(args, specs_by_nb, judged):
 
 
 def _print_table(nb, generated, by_ex, tiers, disagreements, agreement_mode) -> None:
-    rows, totals = [], [0] * 6
+    rows, totals = [], [0] * 7
     named_total = [0, 0]
     for answer_id, results in by_ex.items():
         counts = [len(generated[(nb, answer_id)]), len(results)] + [
-            sum(r.status == s for r in results) for s in ("killed", "equivalent")] + [
+            sum(r.status == "killed" for r in results),
+            sum(r.status == "killed" and r.verdict.part == "hidden" for r in results),
+            sum(r.status == "equivalent" for r in results)] + [
             sum(r.status in ("survived", "false_equivalent") for r in results),
             sum(r.status == "checker_bug" for r in results)]
         named = [r.named for r in results if r.named is not None]
@@ -154,6 +165,31 @@ def _print_table(nb, generated, by_ex, tiers, disagreements, agreement_mode) -> 
         compared = sum(len(t.expected) for t in tiers)
         print(f"  nbgrader agreement: {len(tiers)} submissions, {compared} exercise grades compared, "
               f"{len(disagreements)} disagreements")
+
+
+def _print_mistakes(specs_by_nb, timeout) -> list[str]:
+    """Grade every catalogued mistake (tests/mistakes/) in-process; print per notebook how many the visible
+    check rejects (check() agrees with the grade), how many messages name the cause (contain the words the
+    catalogue asks for) and carry a cause code. A mistake that passes, or fails only in the hidden part, is
+    a finding."""
+    print("\nCatalogued mistakes (tests/mistakes/), graded in-process:")
+    columns = ("notebook", "mistakes", "rejected by check()", "named", "cause code")
+    rows, findings, totals = [], [], [0, 0, 0, 0]
+    for nb, specs in specs_by_nb.items():
+        catalogue = mistakes(nb)
+        verdicts = [(spec, m, grade(spec, m.code, m.name, timeout))
+                    for spec in specs for m in catalogue.get(spec.answer_id, [])]
+        counts = [len(verdicts), sum(v.outcome == "incorrect" and v.part == "visible" for _, _, v in verdicts),
+                  sum(m.says in v.message for _, m, v in verdicts), sum(v.cause is not None for _, _, v in verdicts)]
+        totals = [t + c for t, c in zip(totals, counts)]
+        rows.append([nb, str(counts[0]), *(_share(c, counts[0]) for c in counts[1:])])
+        findings += [f"{nb} {spec.answer_id} mistake {m.name!r}: {v.outcome} in the {v.part or 'whole'} test cell"
+                     for spec, m, v in verdicts if v.outcome != "incorrect" or v.part != "visible"]
+    rows.append(["total", str(totals[0]), *(_share(c, totals[0]) for c in totals[1:])])
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    for row in [list(columns), *rows]:
+        print("  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    return findings
 
 
 def _share(named: int, total: int) -> str:

@@ -106,6 +106,7 @@ class Verdict:
     message: str
     answer_error: str = ""
     seconds: float = 0.0
+    cause: str | None = None  # the cause code tapelab's feedback established (tapelab.causes), if any
 
     @property
     def passed(self) -> bool:
@@ -134,29 +135,29 @@ def grade(exercise: Exercise, code: str, label: str, timeout: float | None = TIM
             except Exception as error:  # an error in the answer cell is not graded; the test cell is
                 answer_error = f"{type(error).__name__}: {error}"
             for part, source in (("visible", exercise.visible), ("hidden", exercise.hidden)):
-                outcome, message = _run_test_part(source, exercise.test_id, namespace)
+                outcome, message, cause = _run_test_part(source, exercise.test_id, namespace)
                 if outcome != "passed":
-                    return Verdict(outcome, part, message, answer_error, time.perf_counter() - started)
+                    return Verdict(outcome, part, message, answer_error, time.perf_counter() - started, cause)
         except _Timeout:
             return Verdict("timeout", "", f"no result after {timeout} s", answer_error, time.perf_counter() - started)
     return Verdict("passed", "", "", answer_error, time.perf_counter() - started)
 
 
-def _run_test_part(source: str, test_id: str, namespace: dict) -> tuple[str, str]:
+def _run_test_part(source: str, test_id: str, namespace: dict) -> tuple[str, str, str | None]:
     if not source.strip():
-        return "passed", ""
+        return "passed", "", None
     with _stderr() as written, warnings.catch_warnings(record=True) as caught:
         _kernel_warning_filters()
         try:
             exec(compile(source, f"<test {test_id}>", "exec"), namespace)
         except NotAttempted as feedback:
-            return "not_attempted", str(feedback)
+            return "not_attempted", str(feedback), None
         except Feedback as feedback:
-            return "incorrect", str(feedback)
+            return "incorrect", str(feedback), feedback.cause
         except Exception as error:
-            return "raw_exception", f"{type(error).__name__}: {error}"
+            return "raw_exception", f"{type(error).__name__}: {error}", None
     noise = written[0] + "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
-    return ("stderr", noise.strip()) if noise.strip() else ("passed", "")
+    return ("stderr", noise.strip(), None) if noise.strip() else ("passed", "", None)
 
 
 def _kernel_warning_filters() -> None:
