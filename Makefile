@@ -51,10 +51,12 @@ outputs: venv
 	$(BIN)/python tools/execute.py
 
 # Speed and memory budgets (not part of `make test`): notebooks against the TF-import floor, widget
-# updates, and `tapelab grade` against stock `nbgrader autograde`.
+# updates, `tapelab grade` against stock `nbgrader autograde`, and widget round trips in Chromium.
 bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/widgets_browser.py
+	$(BIN)/python bench/diagnose.py
 
 # Every mutant of every reference answer, plus instant-check/nbgrader agreement on all of them
 # (`make test` runs a bounded sample of both).

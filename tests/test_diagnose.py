@@ -138,7 +138,7 @@ def test_loss_computed_after_the_with_block_of_a_handed_tape():
         loss = tf.reduce_mean((pred - Y) ** 2)
         return loss
 
-    assert diagnose(step, [w])["w"].cause == "loss_outside_tape"
+    assert diagnose(step, [w], tape=True)["w"].cause == "loss_outside_tape"
 
 
 def test_handed_tape_healthy_step():
@@ -150,7 +150,7 @@ def test_handed_tape_healthy_step():
             loss = tf.reduce_mean((w * X - Y) ** 2)
         return loss
 
-    assert diagnose(step, [w]).ok
+    assert diagnose(step, [w], tape=True).ok
 
 
 def test_no_registered_gradient_is_caught_and_named():

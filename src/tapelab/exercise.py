@@ -10,8 +10,8 @@ from sys import audit as _audit  # bound at import: the grading guard re-imports
 from typing import Any, Callable, Iterable
 
 from tapelab.codeinfo import CodeFacts
-from tapelab.feedback import Incorrect, Message, NotAttempted, install_ipython_handler
-from tapelab.mistakes import error_cause
+from tapelab.feedback import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
+from tapelab.mistakes import Explanation, error_cause, short_error
 from tapelab.quiet import Quiet
 
 __all__ = ["Exercise", "Call"]
@@ -46,17 +46,25 @@ class Exercise:
     solution_code: str = ""
     why: str = ""
     praise: str = "well done."
+    # What the checker passes for each parameter ("constant", "variable"), so that a None gradient met in an
+    # error can be explained from the student's own call (tapelab.mistakes.explain_none).
+    parameter_kinds: dict[str, str] = {}
+    _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
 
     def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
         """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation."""
         __tracebackhide__ = True
-        fn = self._lookup() if answer is None else answer
-        if not callable(fn):
-            raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
-        facts = CodeFacts.of(fn)
-        chosen = list(self.visible_cases if cases is None else cases)
-        for case in chosen:
-            self.check_case(fn, case, facts)
+        try:
+            fn = self._lookup() if answer is None else answer
+            if not callable(fn):
+                raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
+            facts = self._facts = CodeFacts.of(fn)
+            chosen = list(self.visible_cases if cases is None else cases)
+            for case in chosen:
+                self.check_case(fn, case, facts)
+        except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
+            failure.exercise = failure.exercise or self.number
+            raise
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
         _display(Message("correct", f"Exercise {self.number}: {praise}"))
 
@@ -93,20 +101,21 @@ class Exercise:
                         "with your code, run that cell, then run this one again."
                     ) from None
                 except Exception as error:  # the student's bug, reported rather than re-raised
-                    raise Incorrect(self._explain_error(error, doing)) from None
+                    why = self._explain_error(error, doing)
+                    raise Incorrect(why.text, cause=why.cause) from None
         finally:
             # Under `tapelab grade`, the kernel's guard undoes anything the student's code patched
             # while it ran, before the result is compared; elsewhere this event has no listener.
             _audit("tapelab.guard.check")
         return Call(value, quiet.lines)
 
-    def _explain_error(self, error: Exception, doing: str) -> str:
-        text = " ".join(str(error).split())
-        text = text if len(text) <= 200 else text[:197] + "..."
-        name = type(error).__name__
+    def _explain_error(self, error: Exception, doing: str) -> Explanation:
+        """What raised what (TensorFlow's text cut to the part that matters), then the cause when the error and
+        the code's facts establish one."""
+        text, name = short_error(error), type(error).__name__
         message = f"{doing} raised `{name}: {text}`." if text else f"{doing} raised `{name}`."
-        cause = error_cause(error)
-        return f"{message} {cause}" if cause else message
+        why = error_cause(error, self._facts, self.parameter_kinds)
+        return Explanation(f"{message} {why.text}", why.cause) if why else Explanation(message)
 
     def _lookup(self) -> Any:
         namespace = _user_namespace()

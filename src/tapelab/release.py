@@ -2,7 +2,8 @@
 
 Each solution notebook is its own assignment, named like the notebook, so an instructor can
 release them one at a time. The student version has solutions stubbed, hidden tests removed,
-outputs cleared and grade cells locked with checksums, as nbgrader needs for autograding.
+outputs cleared and grade cells locked with checksums, as nbgrader needs for autograding; its
+test cells are tagged `raises-exception`, so Run All goes past an exercise that fails its check.
 
 A grading course also gets an nbgrader exchange in its own folder (EXCHANGE_CONFIG, in
 grader/nbgrader_config.py), and every assignment released into it (`release_to_exchange`):
@@ -22,13 +23,16 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import nbformat
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 
 __all__ = ["EXCHANGE_CONFIG", "ReleaseError", "course_config", "exchange_outbound", "nbgrader_env",
-           "prepare_course", "release", "release_to_exchange"]
+           "prepare_course", "release", "release_to_exchange", "tag_test_cells", "TEST_CELL_TAG"]
+
+TEST_CELL_TAG = "raises-exception"
 
 CONFIG_FILE = "nbgrader_config.py"
 # The lines of grader/nbgrader_config.py that put the exchange in the course folder; appended to the
@@ -76,11 +80,30 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
             raise ReleaseError(f"No solution notebook `{source}`. Known notebooks: {known}.")
         target = course / "source" / name
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(source, target / f"{name}.ipynb")
+        tag_test_cells(source, target / f"{name}.ipynb")
         say(f"generating the student version of {name} ({number} of {len(names)}) with nbgrader")
         _run_nbgrader(["generate_assignment", name, "--force"], course)
     if exchange:
         release_to_exchange(course, names)
+
+
+def tag_test_cells(source: Path, target: Path) -> None:
+    """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`.
+
+    A failing check raises, and JupyterLab's Run All stops at the first cell that raises, so one
+    untouched exercise would keep every later cell (widgets included) from running. For a cell with
+    this tag JupyterLab asks the kernel not to stop on its error (`stop_on_error` false), so Run All
+    goes on; the cell still ends in an error output, which nbgrader scores as failed. The tag is set
+    on the course's source, so the gradebook, the release and every student copy agree on it.
+    """
+    nb = nbformat.read(source, as_version=4)
+    for cell in nb.cells:
+        role = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and role.get("grade") and role.get("locked") and not role.get("solution"):
+            tags = cell.metadata.setdefault("tags", [])
+            if TEST_CELL_TAG not in tags:
+                tags.append(TEST_CELL_TAG)
+    nbformat.write(nb, target)
 
 
 def _run_nbgrader(args: list[str], course: Path) -> None:

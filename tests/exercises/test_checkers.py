@@ -33,9 +33,11 @@ def test_every_exercise_has_two_catalogued_mistakes(notebook, answer_id):
     "notebook,answer_id,mistake", MISTAKES, ids=[f"{nb}-{gid}-{m.name}" for nb, gid, m in MISTAKES]
 )
 def test_each_mistake_fails_naming_its_cause(notebook, answer_id, mistake):
-    """Is each catalogued mistake rejected as incorrect, with a message that names it?"""
+    """Is each catalogued mistake rejected as incorrect by the student's own `check()` (the visible part,
+    so that "Correct" in the notebook means full marks), with a message that names it?"""
     verdict = grade(EXERCISES[notebook, answer_id], mistake.code, mistake.name)
     assert verdict.outcome == "incorrect", verdict
+    assert verdict.part == "visible", f"the student's check says Correct, the hidden tests fail: {verdict}"
     assert mistake.says in verdict.message
 
 

@@ -261,11 +261,11 @@ def test_the_summary_names_who_needs_what_and_where_it_wrote(days):
     result = days["steps"]["first"]["result"]
     out = result.stdout
     assert re.search(rf"invalid_notebook\s+1\s+cy \(cy_{TINY}\.ipynb\)", out), out
-    assert re.search(rf"tampered\s+1\s+dee", out) and "ask the student to resubmit" in out, out
+    assert re.search(r"tampered\s+1\s+dee", out) and "ask the student to resubmit" in out, out
     assert re.search(rf"{TINY}\s+4/5\s", out), out  # 4 of the 5 roster students submitted
     assert f"wrote grades.csv: {days['course'] / 'grades.csv'}" in out
     progress = result.stderr
-    assert progress.index("opening the course folder") < progress.index(f"[1/4]"), progress
+    assert progress.index("opening the course folder") < progress.index("[1/4]"), progress
 
 
 def test_feedback_is_rendered_as_each_notebook_is_graded(days):

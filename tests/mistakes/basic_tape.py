@@ -3,6 +3,21 @@ from answers import Mistake
 
 MISTAKES = {
     "ex1_1_answer": [
+        Mistake("watched after computing y", '''
+def cubic_slope(x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x
+        tape.watch(x)
+    return tape.gradient(y, x)
+''', "before computing anything"),
+        Mistake("target and source swapped", '''
+def cubic_slope(x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x
+    return tape.gradient(x, y)
+''', "wrong way round"),
         Mistake("y computed outside the tape", '''
 def cubic_slope(x):
     x = tf.Variable(x)
@@ -28,6 +43,21 @@ def cubic_slope(x):
 ''', "returned `y` itself"),
     ],
     "ex1_2_answer": [
+        Mistake("weights converted to constants", '''
+def loss_gradients(x, w, b):
+    w = tf.convert_to_tensor(w)
+    b = tf.convert_to_tensor(b)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w + b) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "tape.watch(w)"),
+        Mistake("loss built with NumPy", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+        loss = np.mean(y.numpy() ** 2)
+    return tape.gradient(loss, [w, b])
+''', "NumPy"),
         Mistake("the tape used twice", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
@@ -57,6 +87,20 @@ def loss_gradients(x, w, b):
 ''', "swapped"),
     ],
     "ex1_3_answer": [
+        Mistake("watched after the sigmoid", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        y = tf.sigmoid(x)
+        tape.watch(x)
+    return tape.gradient(y, x)
+''', "before computing anything"),
+        Mistake("target and source swapped", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(x)
+    return tape.gradient(x, y)
+''', "wrong way round"),
         Mistake("a constant, not watched", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
@@ -79,6 +123,14 @@ def sigmoid_slopes(x):
 ''', "sigmoid itself"),
     ],
     "ex1_4_answer": [
+        Mistake("backward difference", '''
+def central_difference(f, x, h=1e-3):
+    return (f(x) - f(x - h)) / h
+''', "backward difference"),
+        Mistake("operator precedence: / 2 * h", '''
+def central_difference(f, x, h=1e-3):
+    return (f(x + h) - f(x - h)) / 2 * h
+''', "Write `/ (2 * h)`"),
         Mistake("forward difference", '''
 def central_difference(f, x, h=1e-3):
     return (f(x + h) - f(x)) / h
@@ -86,6 +138,6 @@ def central_difference(f, x, h=1e-3):
         Mistake("divides by h, not 2h", '''
 def central_difference(f, x, h=1e-3):
     return (f(x + h) - f(x - h)) / h
-''', "2 times the right ones"),
+''', "apart: divide by `2 * h`"),
     ],
 }

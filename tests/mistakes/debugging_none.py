@@ -12,6 +12,10 @@ def _classify(**wrong):
 
 MISTAKES = {
     "ex5_1_answer": [
+        Mistake("a frozen variable taken for an unwatched constant (hidden snippet)", _classify(E="not_watched"),
+                "look at how it was created"),
+        Mistake("a loss outside the tape taken for an unwatched source (hidden snippet)",
+                _classify(F="not_watched"), "Where is `pred` computed?"),
         Mistake("argmax taken for an unconnected loss", _classify(B="not_connected"),
                 "which operation on the path has no gradient"),
         Mistake("a constant taken for a frozen variable", _classify(A="not_trainable"),
@@ -21,6 +25,20 @@ MISTAKES = {
         Mistake("a made-up cause id", _classify(C="numpy_call"), "not a cause id"),
     ],
     "ex5_2_answer": [
+        Mistake("stop_gradient moved onto the bias", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + tf.stop_gradient(b)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "`tf.stop_gradient` blocks gradients"),
+        Mistake("prediction before the tape", '''
+def fixed_gradients(w, b, x, y):
+    pred = x @ w + b
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "`pred` is computed from"),
         Mistake("stop_gradient left in", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
@@ -44,6 +62,29 @@ def fixed_gradients(w, b, x, y):
 ''', "4 times the right ones"),
     ],
     "ex5_3_answer": [
+        Mistake("loss computed before the tape", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        loss = tf.reduce_mean((w * x - y) ** 2)
+        with tf.GradientTape() as tape:
+            tape.watch(w)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w.assign_sub(lr * grad)
+    return grads
+''', "before `tape`'s `with` block"),
+        Mistake("x and y swapped in the loss", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * y - x) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w.assign_sub(lr * grad)
+    return grads
+''', "Is the loss"),
         Mistake("the variable replaced by a tensor", '''
 def two_steps(w, x, y, lr):
     grads = []
@@ -77,6 +118,21 @@ def two_steps(w, x, y, lr):
 ''', "uphill"),
     ],
     "ex5_4_answer": [
+        Mistake("stop_gradient around the whole rounding", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.stop_gradient(tf.round(w * x))
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "`tf.stop_gradient` blocks gradients"),
+        Mistake("NumPy rounding", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = np.round(z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "leaves TensorFlow"),
         Mistake("cast to int", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:

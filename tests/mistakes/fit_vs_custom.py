@@ -7,6 +7,25 @@ _BUILD = '''
     return CustomModel(inputs, outputs)
 '''
 
+_TRACKED_INIT = '''
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.loss_tracker = keras.metrics.Mean(name="loss")
+'''
+
+_TRACKED_STEP = '''
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+'''
+
 MISTAKES = {
     "ex6_1_answer": [
         Mistake("metrics never updated", '''
@@ -81,6 +100,36 @@ def make_custom_model(n_features=1):
             self.compiled_metrics.update_state(y, y_pred)
             return {m.name: m.result() for m in self.metrics}
 ''' + _BUILD, "Keras 2 `self.compiled_loss`"),
+        Mistake("only the loss metric updated", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.metrics[0].update_state(loss)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "forget to update the metrics"),
+        Mistake("forward pass outside the tape", '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            y_pred = self(x, training=True)
+            with tf.GradientTape() as tape:
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+''' + _BUILD, "Every gradient was `None`"),
     ],
     "ex6_4_answer": [
         Mistake("one optimizer used for both layers", '''
@@ -151,6 +200,28 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     opt_a.apply(grads[:n], variables[:n])
     opt_b.apply(grads[n:], variables[n:])
 ''', "Did you forget `return loss`?"),
+        Mistake("split counted on the second layer", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    n = len(model.layers[1].trainable_variables)
+    opt_a.apply(grads[:n], variables[:n])
+    opt_b.apply(grads[n:], variables[n:])
+    return loss
+''', "count another layer's variables"),
+        Mistake("apply_gradients given two lists", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    n = len(model.layers[0].trainable_variables)
+    opt_a.apply_gradients(grads[:n], variables[:n])
+    opt_b.apply_gradients(grads[n:], variables[n:])
+    return loss
+''', "apply_gradients(zip(grads, variables))"),
     ],
     "ex6_3_answer": [
         Mistake("per-tensor clip_by_norm", '''
@@ -172,6 +243,16 @@ def clip_gradients(grads, max_norm):
 def clip_gradients(grads, max_norm):
     return tf.clip_by_global_norm(grads, max_norm)
 ''', "instead of its first item"),
+        Mistake("per-entry clip_by_value", '''
+def clip_gradients(grads, max_norm):
+    return [tf.clip_by_value(g, -max_norm, max_norm) for g in grads]
+''', "clip_by_value"),
+        Mistake("maximum instead of minimum", '''
+def clip_gradients(grads, max_norm):
+    global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
+    scale = tf.maximum(1.0, max_norm / global_norm)
+    return [g * scale for g in grads]
+''', "came back unchanged"),
     ],
     "ex6_2_answer": [
         Mistake("compiled_loss kept", '''
@@ -246,5 +327,41 @@ def make_tracked_model(n_features=1):
             self.loss_tracker.update_state(loss)
             return {"mse": self.loss_tracker.result()}
 ''' + _BUILD, "Did you name your loss metric"),
+        Mistake("tracker defined at module level", '''
+loss_tracker = keras.metrics.Mean(name="loss")
+
+def make_tracked_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - y_pred))
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            loss_tracker.update_state(loss)
+            return {"loss": loss_tracker.result()}
+''' + _BUILD, "Is your tracker an attribute of the model"),
+        Mistake("metrics without @property", _TRACKED_INIT + '''
+        def metrics(self):
+            return [self.loss_tracker]
+''' + _TRACKED_STEP + '''
+            return {"loss": self.loss_tracker.result()}
+''' + _BUILD, "Did you forget `@property`"),
+        Mistake("per-example losses not averaged", _TRACKED_INIT + '''
+        @property
+        def metrics(self):
+            return [self.loss_tracker]
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = keras.losses.mean_squared_error(y, y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state(loss)
+            return {"loss": self.loss_tracker.result()}
+''' + _BUILD, "summed over the batch"),
     ],
 }

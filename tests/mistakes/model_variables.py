@@ -31,6 +31,21 @@ def model_gradients(model, loss_fn, x, y):
         loss = loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', "training=True"),
+        Mistake("the loss returned instead of its gradients", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, model.trainable_variables)
+    return loss
+''', "Did you return `loss` instead of"),
+        Mistake("the predictions differentiated", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    return tape.gradient(preds, model.trainable_variables)
+''', "Did you pass `preds` to `tape.gradient` instead of `loss`?"),
     ],
     "ex2_2_answer": [
         Mistake("rebinds instead of assign_sub", '''
@@ -48,6 +63,15 @@ def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
         v.assign_sub(g)
 ''', "multiply the gradient by `lr`"),
+        Mistake("learning rate hard-coded", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v.assign_sub(0.1 * g)
+''', "Did you use the `lr` you were given"),
+        Mistake("only the first variable updated", '''
+def manual_sgd_step(variables, grads, lr):
+    variables[0].assign_sub(lr * grads[0])
+''', "the other variables did not change"),
     ],
     "ex2_3_answer": [
         Mistake("layer losses forgotten", '''
@@ -95,6 +119,33 @@ def train_step(model, optimizer, loss_fn, x, y):
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "`model(x, training=True)`"),
+        Mistake("apply_gradients given two lists", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(grads, model.trainable_variables)
+    return loss
+''', "apply_gradients(zip(grads, variables))"),
+        Mistake("layer losses read before the tape", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    penalty = sum(model.losses)
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + penalty
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "reading it inside the tape"),
+        Mistake("nothing returned", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+''', "Did you forget `return loss`?"),
     ],
     "ex2_4_answer": [
         Mistake("never reset", '''
@@ -118,5 +169,27 @@ def epoch_mean_losses(epochs):
         means.append(float(metric.result()))
     return means
 ''', "inside the batch loop"),
+        Mistake("result read inside the batch loop", '''
+def epoch_mean_losses(epochs):
+    metric = keras.metrics.Mean()
+    means = []
+    for batch_losses in epochs:
+        metric.reset_state()
+        for loss in batch_losses:
+            metric.update_state(loss)
+            means.append(float(metric.result()))
+    return means
+''', "inside the batch loop? Append it once per epoch"),
+        Mistake("the Keras 2 reset_states", '''
+def epoch_mean_losses(epochs):
+    metric = keras.metrics.Mean()
+    means = []
+    for batch_losses in epochs:
+        metric.reset_states()
+        for loss in batch_losses:
+            metric.update_state(loss)
+        means.append(float(metric.result()))
+    return means
+''', "Did you mean `reset_state()`?"),
     ],
 }

@@ -3,6 +3,28 @@ from answers import Mistake
 
 MISTAKES = {
     "ex4_1_answer": [
+        Mistake("z computed after the block", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+    z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "after `tape`'s `with` block"),
+        Mistake("watched after computing y", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        y = x**3
+        tape.watch(x)
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "before computing anything"),
         Mistake("forgot persistent=True", '''
 def several_gradients(x):
     with tf.GradientTape() as tape:
@@ -47,6 +69,28 @@ def several_gradients(x):
 ''', "tape.watch(x)"),
     ],
     "ex4_2_answer": [
+        Mistake("gradients inside the with block", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+        dloss_dx = tape.gradient(loss, x)
+        dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "after the `with` block"),
+        Mistake("del tape before the second gradient", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    del tape
+    dpenalty_dx = tape.gradient(penalty, x)
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "after `del tape`"),
         Mistake("tape never released", '''
 def two_gradients_and_release(f, x, lr):
     with tf.GradientTape(persistent=True) as tape:
@@ -91,6 +135,25 @@ def two_gradients_and_release(f, x, lr):
 ''', "stepped uphill"),
     ],
     "ex4_3_answer": [
+        Mistake("inner tape asked for the second derivative", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+        d2y_dx2 = inner.gradient(dy_dx, x)
+    return d2y_dx2
+''', "even with `persistent=True`"),
+        Mistake("persistent inner tape differentiates its own gradient", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape(persistent=True) as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return inner.gradient(dy_dx, x)
+''', "Did you mean `outer.gradient(dy_dx, x)`"),
         Mistake("inner gradient called outside the outer with", '''
 def second_derivative(f, x):
     x = tf.Variable(x)
@@ -109,7 +172,7 @@ def second_derivative(f, x):
     d2y_dx2 = tape.gradient(dy_dx, x)
     del tape
     return d2y_dx2
-''', "One tape cannot differentiate"),
+''', "Did you nest two tapes"),
         Mistake("only the inner tape watches a constant", '''
 def second_derivative(f, x):
     x = tf.constant(x)
@@ -119,7 +182,7 @@ def second_derivative(f, x):
             y = f(x)
         dy_dx = inner.gradient(y, x)
     return outer.gradient(dy_dx, x)
-''', "Did the outer tape call `watch(x)` too?"),
+''', "Did you call `outer.watch(x)`"),
         Mistake("one persistent tape, first gradient inside the block", '''
 def second_derivative(f, x):
     x = tf.Variable(x)
@@ -132,6 +195,25 @@ def second_derivative(f, x):
 ''', "Did you nest two tapes"),
     ],
     "ex4_4_answer": [
+        Mistake("persistent inner tape asked for the Hessian", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape(persistent=True) as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return inner.jacobian(g, x)
+''', "Did you mean `outer.jacobian(g, x)`"),
+        Mistake("only the inner tape watches a constant", '''
+def hessian(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.jacobian(g, x)
+''', "only `inner` watches it"),
         Mistake("gradient of the gradient instead of jacobian", '''
 def hessian(f, x):
     x = tf.Variable(x)

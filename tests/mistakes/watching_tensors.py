@@ -3,6 +3,22 @@ from answers import Mistake
 
 MISTAKES = {
     "ex3_1_answer": [
+        Mistake("target and source swapped", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    return tape.gradient(y, z)
+''', "wrong way round"),
+        Mistake("y differentiated by itself", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    return tape.gradient(y, y)
+''', "by itself"),
         Mistake("x never watched", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
@@ -28,6 +44,22 @@ def intermediate_gradient(x):
 ''', "That is dz/dx"),
     ],
     "ex3_2_answer": [
+        Mistake("model called on x.numpy()", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x.numpy())
+    return tf.abs(tape.gradient(y, x))
+''', "leaves TensorFlow"),
+        Mistake("forward pass before the tape", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    y = model(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+    return tf.abs(tape.gradient(y, x))
+''', "before `tape`'s `with` block"),
         Mistake("watches the NumPy array", '''
 def input_saliency(model, x):
     with tf.GradientTape() as tape:
@@ -58,6 +90,20 @@ def input_saliency(model, x):
 ''', "instead of the input"),
     ],
     "ex3_3_answer": [
+        Mistake("watches the weights instead of x", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(model.trainable_variables)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "watch the input"),
+        Mistake("returns the model's variables as watched", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x), model.trainable_variables
+''', "return `tape.watched_variables()`"),
         Mistake("default tape watches the weights", '''
 def input_only_gradient(model, x):
     with tf.GradientTape() as tape:
@@ -80,6 +126,13 @@ def input_only_gradient(model, x):
 ''', "before computing"),
     ],
     "ex3_4_answer": [
+        Mistake("forward pass before the tape", '''
+def per_example_jacobian(model, x):
+    y = model(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+    return tape.batch_jacobian(y, x)
+''', "before `tape`'s `with` block"),
         Mistake("gradient instead of a Jacobian", '''
 def per_example_jacobian(model, x):
     with tf.GradientTape() as tape:

@@ -42,9 +42,12 @@ def test_reference_passes_as_written_and_as_reprinted(spec):
 
 @pytest.mark.parametrize("spec,mutant", SAMPLE, ids=[f"{_id(s)}-{m.name}" for s, m in SAMPLE])
 def test_sampled_mutant_fails_its_test_cell(spec, mutant):
-    """Does the test cell reject this mutant with tapelab feedback (or accept it, if reviewed as equivalent)?"""
+    """Does the test cell reject this mutant with tapelab feedback (or accept it, if reviewed as equivalent),
+    already in its visible part, the student's own `check()`?"""
     result = judge(spec, [mutant], EQUIVALENTS)[0]
     assert result.ok, result.report()
+    assert result.verdict.passed or result.verdict.part == "visible", \
+        "the student's check says Correct, the hidden tests fail:\n" + result.report()
 
 
 def test_equivalent_reviews_match_generated_mutants():

@@ -121,3 +121,34 @@ def test_explorer_is_silent_and_displays_as_a_widget(capfd, model):
     bundle = view._repr_mimebundle_()
     assert capfd.readouterr() == ("", "")
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def _uncached(explorer):
+    """A (mode, threshold) whose loop has not run yet (the model is shared by the module), off the
+    slider's current value so that moving the slider there is a change."""
+    return next((m, t) for t in THRESHOLDS for m in CLIP_MODES[1:]
+                if not explorer.model.has(m, t) and t != explorer.slider.value)
+
+
+def test_a_new_setting_trains_under_the_cue_and_a_cached_one_redraws_without(explorer, model, spy_busy, busy_now):
+    """Does a setting never run before show the cue while its loop trains, and going back to a cached one not?"""
+    explorer.dropdown.value = "none"
+    mode, threshold = _uncached(explorer)
+    seen = spy_busy(explorer, model, "state")
+    explorer.slider.value = threshold  # without clipping: cached, no cue
+    explorer.dropdown.value = mode  # never run: trains under the cue
+    explorer.dropdown.value = "none"  # cached again
+    assert [s.busy for s in seen] == [False, True, False]
+    assert f"{mode}={threshold:g}" in seen[1].cue and seen[0].idle and seen[2].idle
+
+
+def test_the_slider_ends_enabled_after_training_a_mode_chosen_from_none(explorer, busy_now):
+    """Switching from 'none' (slider off) to a new clipping mode: is the slider on once the loop has trained?"""
+    explorer.dropdown.value = "none"
+    mode, threshold = _uncached(explorer)
+    explorer.slider.value = threshold
+    assert explorer.slider.disabled
+    explorer.dropdown.value = mode
+    assert not explorer.slider.disabled and not explorer.dropdown.disabled and busy_now(explorer).idle
+    explorer.dropdown.value = "none"
+    assert explorer.slider.disabled

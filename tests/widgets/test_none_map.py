@@ -79,3 +79,14 @@ def test_unknown_initial_bug_raises():
     """Does building the map on an unknown bug fail clearly?"""
     with pytest.raises(ValueError):
         NoneMap(bug="nope")
+
+
+def test_a_bug_diagnosed_for_the_first_time_shows_the_cue_and_a_second_time_not(spy_busy, busy_now):
+    """Is the menu greyed with the cue while a bug's diagnosis first runs, and not when it is shown again?"""
+    view = NoneMap(bug="healthy step")
+    seen = spy_busy(view, view.model, "rows")
+    view.dropdown.value = "dead relu"
+    view.dropdown.value = "healthy step"
+    view.dropdown.value = "dead relu"
+    assert [s.busy for s in seen] == [True, False, False]
+    assert "dead relu" in seen[0].cue and busy_now(view).idle and not view.dropdown.disabled

@@ -125,3 +125,14 @@ def test_explorer_is_silent_and_displays_as_a_widget(capfd):
     bundle = view._repr_mimebundle_()
     assert capfd.readouterr() == ("", "")
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_a_new_function_redraws_under_the_cue_and_a_slider_move_without(explorer, spy_busy, busy_now):
+    """Does switching function (a whole new background) show the cue, and moving x1 or the box not?"""
+    seen = spy_busy(explorer, explorer.model, "at")
+    explorer.dropdown.value = SADDLE
+    explorer.x1.value = -0.5
+    explorer.watch.value = False
+    assert [s.busy for s in seen] == [True, False, False]
+    assert SADDLE in seen[0].cue and seen[1].idle and not any(seen[1].disabled)
+    assert busy_now(explorer).idle and not any(busy_now(explorer).disabled)

@@ -127,3 +127,34 @@ def test_explorer_is_silent_and_displays_as_a_widget(capfd):
     bundle = view._repr_mimebundle_()
     assert capfd.readouterr() == ("", "")
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_step_x25_greys_every_control_and_shows_the_cue_while_it_trains(explorer, spy_busy, busy_now):
+    """While Step ×25 trains, are the menu and all buttons disabled and the cue shown, and back after?"""
+    seen = spy_busy(explorer, explorer.model, "step")
+    explorer.step_buttons[2].click()
+    assert len(seen) == 1 and seen[0].busy and "25 steps" in seen[0].cue
+    assert explorer.model.state().step == 25
+    after = busy_now(explorer)
+    assert after.idle and not any(after.disabled)
+
+
+@pytest.mark.parametrize("act, method", [(lambda view: view.reset_button.click(), "reset"),
+                                         (lambda view: setattr(view.rate, "value", 0.01), "set_learning_rate")])
+def test_reset_and_the_rate_menu_run_under_the_cue(explorer, spy_busy, busy_now, act, method):
+    """Do Reset and a new rate (both run TensorFlow before redrawing) show the cue while they run?"""
+    seen = spy_busy(explorer, explorer.model, method)
+    act(explorer)
+    assert len(seen) == 1 and seen[0].busy
+    assert busy_now(explorer).idle and not any(busy_now(explorer).disabled)
+
+
+def test_controls_come_back_after_a_step_that_raises(explorer, monkeypatch, busy_now):
+    """If training raises, does the error reach the caller with every control enabled and no cue left?"""
+    def broken(n):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(explorer.model, "step", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        explorer.step(25)
+    assert busy_now(explorer).idle and not any(busy_now(explorer).disabled)

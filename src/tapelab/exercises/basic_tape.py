@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.compare import allclose, fmt, mismatch
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import factor_cause, none_cause
+from tapelab.mistakes import Explanation as Why, none_feedback, wrong_value
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
@@ -18,15 +18,7 @@ def _require_tape(exercise: Exercise, facts) -> None:
     if facts.found and facts.tapes == 0:
         raise Incorrect(
             f"Exercise {exercise.number}: your numbers are right, but this exercise is about the tape. "
-            "Compute them with `tf.GradientTape()` rather than by hand."
-        )
-
-
-def _wrong_value(name: str, expected, got, *causes: str | None) -> Incorrect:
-    """An Incorrect naming the difference and the first known cause that applies."""
-    base = mismatch(expected, got, name) or f"`{name}` is {fmt(got)}, but should be {fmt(expected)}."
-    cause = next((c for c in causes if c), None) or factor_cause(expected, got)
-    return Incorrect(f"{base} {cause}" if cause else base)
+            "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
 
 
 def _cubic(x):
@@ -57,10 +49,11 @@ def cubic_slope(x):
         got = self.call(fn, x, shown=f"x={x}").value
         expected = numeric_gradient(_cubic, x)
         if got is None:
-            raise Incorrect(f"`cubic_slope({x})` returned `None`. " + none_cause(facts, "y", "x", True))
+            raise none_feedback(f"`cubic_slope({x})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
         if mismatch(expected, got, "slope"):
-            returned_y = allclose(_cubic(x), got) and "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`."
-            raise _wrong_value(f"cubic_slope({x})", expected, got, returned_y)
+            returned_y = allclose(_cubic(x), got) and Why(
+                "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`.", "returned-value")
+            raise wrong_value(f"cubic_slope({x})", expected, got, returned_y)
         _require_tape(self, facts)
 
 
@@ -103,19 +96,20 @@ def loss_gradients(x, w, b):
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect(mismatch([dl_dw, dl_db], got, "loss_gradients(...)") or
                             "`loss_gradients` should return a list `[dl_dw, dl_db]`.")
-        for i, (name, source) in enumerate((("dl_dw", "w"), ("dl_db", "b"))):
+        for i, name in enumerate(("dl_dw", "dl_db")):
             if got[i] is None:
-                raise Incorrect(f"`{name}` is `None`. " + none_cause(facts, "loss", source, False))
+                raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i),
+                                    {"x": "constant", "w": "variable", "b": "variable"})
         if allclose(dl_db, got[0]) and allclose(dl_dw, got[1]):
             raise Incorrect("Your gradients are right but swapped: return them in the order of the sources, "
-                            "`tape.gradient(loss, [w, b])` gives `[dl_dw, dl_db]`.")
+                            "`tape.gradient(loss, [w, b])` gives `[dl_dw, dl_db]`.", cause="swapped-results")
         ones = np.ones((x.shape[0], w.shape[1]))
-        of_prediction = allclose(x.T @ ones, got[0]) and (
+        of_prediction = allclose(x.T @ ones, got[0]) and Why(
             "These are the gradients of the prediction `y = x @ w + b`, not of the `loss`. "
-            "Did you pass `loss` as the target?")
+            "Did you pass `loss` as the target?", "wrong-target")
         for i, (name, expected) in enumerate((("dl_dw", dl_dw), ("dl_db", dl_db))):
             if mismatch(expected, got[i], name):
-                raise _wrong_value(name, expected, got[i], of_prediction)
+                raise wrong_value(name, expected, got[i], of_prediction)
         _require_tape(self, facts)
 
 
@@ -149,13 +143,13 @@ def sigmoid_slopes(x):
         s = _sigmoid(np.array(values, np.float64))
         expected = s * (1 - s)
         if got is None:
-            raise Incorrect(f"`sigmoid_slopes` returned `None`. " + none_cause(facts, "y", "x", True))
+            raise none_feedback("`sigmoid_slopes` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
         if mismatch(expected, got, "slopes"):
-            returned_y = allclose(s, got) and "You returned the sigmoid itself, not its gradient."
-            mean_target = allclose(expected / len(values), got) and len(values) > 1 and (
+            returned_y = allclose(s, got) and Why("You returned the sigmoid itself, not its gradient.", "returned-value")
+            mean_target = allclose(expected / len(values), got) and len(values) > 1 and Why(
                 "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
-                "pass `y` itself.")
-            raise _wrong_value("sigmoid_slopes(x)", expected, got, returned_y, mean_target)
+                "pass `y` itself.", "mean-target")
+            raise wrong_value("sigmoid_slopes(x)", expected, got, returned_y, mean_target)
         _require_tape(self, facts)
 
 
@@ -184,12 +178,22 @@ def central_difference(f, x, h=1e-3):
         got = self.call(fn, f, x, h, shown=f"f={name}, x={x}, h={h}").value
         expected = (f(x + h) - f(x - h)) / (2 * h)
         if got is None:
-            raise Incorrect("`central_difference` returned `None`. Did you forget `return`?")
+            raise Incorrect("`central_difference` returned `None`. Did you forget `return`?",
+                            cause="no-return" if facts.found and not facts.returns else None)
         if mismatch(expected, got, "estimate", rtol=1e-6, atol=1e-9):
-            forward = allclose((f(x + h) - f(x)) / h, got, rtol=1e-6, atol=1e-9) and (
+            forward = allclose((f(x + h) - f(x)) / h, got, rtol=1e-6, atol=1e-9) and Why(
                 "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only to O(h). "
-                "Step to both sides of `x`.")
-            raise _wrong_value(f"central_difference({name}, {x}, {h})", expected, got, forward)
+                "Step to both sides of `x`.", "forward-difference")
+            backward = allclose((f(x) - f(x - h)) / h, got, rtol=1e-6, atol=1e-9) and Why(
+                "That is the backward difference `(f(x) - f(x - h)) / h`, accurate only to O(h). "
+                "Step to both sides of `x`.", "forward-difference")
+            half = allclose(2 * expected, got, rtol=1e-6, atol=1e-9) and Why(
+                "You divided by `h`, but `x + h` and `x - h` are `2 * h` apart: divide by `2 * h`.", "constant-factor")
+            precedence = allclose(expected * h * h, got, rtol=1e-6, atol=1e-15) and Why(
+                "That is the difference divided by 2 and then multiplied by `h`: `a / 2 * h` means `(a / 2) * h`. "
+                "Write `/ (2 * h)`.", "constant-factor")
+            raise wrong_value(f"central_difference({name}, {x}, {h})", expected, got, forward, backward, half,
+                              precedence)
 
 
 ex1_1 = CubicSlope()

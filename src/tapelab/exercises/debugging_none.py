@@ -8,7 +8,7 @@ from tapelab.compare import allclose, fmt, mismatch
 from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import factor_cause, none_cause
+from tapelab.mistakes import explain_none, factor_cause
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4"]
 
@@ -49,7 +49,7 @@ _SNIPPETS: dict[str, tuple[str, str, dict[str, str]]] = {
 class NameTheCause(Exercise):
     number = "5.1"
     answer = "classify"
-    visible_cases = ("A", "B", "C")
+    visible_cases = ("A", "B", "C", "D", "E", "F")  # every snippet the notebook shows: check() alone is trustworthy
     praise = "you read each symptom and named the cause."
     hints = (
         "For each snippet, ask the checklist in order: is the source a trainable float variable, "
@@ -72,26 +72,41 @@ def classify(snippet):
             return
         if not isinstance(got, str) or got not in CAUSES:
             raise Incorrect(f"`classify({snippet!r})` returned {got!r}, which is not a cause id. "
-                            f"Return one of the keys of `CAUSES`: {', '.join(CAUSES)}.")
+                            f"Return one of the keys of `CAUSES`: {', '.join(CAUSES)}.", cause="unknown-cause-id")
         reason = symptoms.get(got, f"Look again at what snippet {snippet} shows: {shows}")
-        raise Incorrect(f"`classify({snippet!r})` is `{got!r}`, but that is not the most likely cause. {reason}")
+        raise Incorrect(f"`classify({snippet!r})` is `{got!r}`, but that is not the most likely cause. {reason}",
+                        cause="wrong-cause-id")
 
 
-def _none_message(fn, facts, gradient_name: str, source: str) -> str:
-    """Why the gradient `gradient_name` for `source` is None, from the student's source."""
-    if facts.computed_outside_tape("loss"):
-        return f"`{gradient_name}` is `None`. " + none_cause(facts, "loss", source, False)
-    blocked = blocking_call(fn, source)
+_BLOCKER_CODES = {"stop_gradient": "stop-gradient", "non_differentiable": "non-differentiable",
+                  "numpy": "numpy-in-path", "state_change": "state-change"}
+
+
+def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
+    """Why the gradient `gradient_name` is None: the student's own gradient call first, then a blocking op."""
+    call = facts.returned_call(item)
+    why = explain_none(facts, call, values)
+    if why.cause not in (None, "not-connected"):
+        return Incorrect(f"`{gradient_name}` is `None`. {why}", cause=why.cause)
+    blocked = blocking_call(fn, call.source if call else source)
     if blocked:
-        cause, call = blocked
-        if cause == "stop_gradient":
-            return (f"`{gradient_name}` is `None`: `{call}` is still on the path from `{source}` to the loss, and "
-                    "`tf.stop_gradient` blocks gradients by design. Did you mean to remove it?")
-        if cause == "non_differentiable":
-            return (f"`{gradient_name}` is `None`: `{call}` has no gradient, so nothing flows back to `{source}`. "
-                    "Did you keep that op without a straight-through estimator?")
-        return f"`{gradient_name}` is `None`: `{call}` blocks the path to `{source}`. {CAUSES[cause].capitalize()}."
-    return f"`{gradient_name}` is `None`. " + none_cause(facts, "loss", source, False)
+        cause, text = blocked
+        message = {
+            "stop_gradient": f"`{text}` is still on the path from `{source}` to the loss, and `tf.stop_gradient` "
+                             "blocks gradients by design. Did you mean to remove it?",
+            "non_differentiable": f"`{text}` has no gradient, so nothing flows back to `{source}`. Did you keep that "
+                                  "op without a straight-through estimator?",
+        }.get(cause, f"`{text}` blocks the path to `{source}`: {CAUSES[cause]}.")
+        return Incorrect(f"`{gradient_name}` is `None`: {message}", cause=_BLOCKER_CODES[cause])
+    return Incorrect(f"`{gradient_name}` is `None`. {why}".strip(), cause=why.cause)
+
+
+def _rebinds(facts, name: str) -> bool:
+    """Whether the code rebinds `name` to an expression of itself (`w = w - lr * grad`)."""
+    return any(name in a.reads and a.made_by != "variable" for a in facts.assignments_of(name))
+
+
+_VALUES = {"w": "variable", "b": "variable", "x": "constant", "y": "constant"}  # what every checker passes
 
 
 def _regression(spec, n_in=None):
@@ -138,12 +153,13 @@ def fixed_gradients(w, b, x, y):
                             "`tape.gradient(loss, [w, b])`.")
         for i, (name, source) in enumerate((("dl_dw", "w"), ("dl_db", "b"))):
             if got[i] is None:
-                raise Incorrect(_none_message(fn, facts, name, source))
+                raise _none_feedback(fn, facts, name, i, source, _VALUES)
         for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
             problem = mismatch(want, have, name)
             if problem:
-                cause = factor_cause(want, have) or "Is the loss the mean squared error of `x @ w + b` against `y`?"
-                raise Incorrect(f"{problem} {cause}")
+                factor = factor_cause(want, have)
+                cause = factor or "Is the loss the mean squared error of `x @ w + b` against `y`?"
+                raise Incorrect(f"{problem} {cause}", cause="constant-factor" if factor else None)
 
 
 def _steps(w, x, y, lr, n=2):
@@ -194,23 +210,34 @@ def two_steps(w, x, y, lr):
         except Incorrect as error:
             if "NoneType" not in str(error):
                 raise
-            raise Incorrect(f"{error} A gradient was `None`, most likely on the second step. " + _REPLACED) from None
+            if not _rebinds(facts, "w"):
+                why = explain_none(facts, facts.returned_call(0), _VALUES)
+                raise Incorrect(f"{error} A gradient was `None` and the next operation could not use it. {why}".strip(),
+                                cause=why.cause) from None
+            raise Incorrect(f"{error} A gradient was `None`, most likely on the second step. " + _REPLACED,
+                            cause="replaced-by-tensor") from None
         expected, w_after = _steps(w0, x, y, lr)
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect("`two_steps` should return a list of the two gradients, one per step.")
         if got[0] is None:
-            raise Incorrect(_none_message(fn, facts, "grads[0]", "w"))
+            raise _none_feedback(fn, facts, "grads[0]", 0, "w", _VALUES)
         if got[1] is None:
-            raise Incorrect("`grads[1]` is `None`. " + _REPLACED)
+            if _rebinds(facts, "w"):
+                raise Incorrect("`grads[1]` is `None`. " + _REPLACED, cause="replaced-by-tensor")
+            raise _none_feedback(fn, facts, "grads[1]", 1, "w", _VALUES)
         if mismatch(expected[0], got[0], "grads[0]"):
-            raise Incorrect(mismatch(expected[0], got[0], "grads[0]") + " Is the loss `mean((w * x - y) ** 2)`?")
+            factor = factor_cause(expected[0], got[0])
+            raise Incorrect(mismatch(expected[0], got[0], "grads[0]") + " "
+                            + (factor or "Is the loss `mean((w * x - y) ** 2)`?"),
+                            cause="constant-factor" if factor else None)
         if allclose(got[0], got[1]):
             raise Incorrect(f"`grads[1]` equals `grads[0]` ({fmt(got[0])}): `w` did not change between the "
-                            "steps. Did you update it with `w.assign_sub(lr * grad)`?")
+                            "steps. Did you update it with `w.assign_sub(lr * grad)`?", cause="no-update")
         uphill, _ = _steps(w0, x, y, -lr)
         if allclose(uphill[1], got[1]):
             raise Incorrect(f"`grads[1]` is {fmt(got[1])}, but should be {fmt(expected[1])}: you moved `w` uphill. "
-                            "Did you use `assign_add` where gradient descent subtracts, `assign_sub`?")
+                            "Did you use `assign_add` where gradient descent subtracts, `assign_sub`?",
+                            cause="uphill-step")
         problem = mismatch(expected[1], got[1], "grads[1]") or mismatch(w_after, w, "w after two steps")
         if problem:
             raise Incorrect(f"{problem} Did you update `w` once per step, by `lr * grad`?")
@@ -246,13 +273,14 @@ def rounded_gradient(w, x, y):
         rounded = np.round(np.float32(w0) * x.astype(np.float32)).astype(np.float64)  # as TF rounds
         expected = 2 * np.mean((rounded - y) * x)
         if got is None:
-            raise Incorrect(_none_message(fn, facts, "dl_dw", "w"))
+            raise _none_feedback(fn, facts, "dl_dw", None, "w", _VALUES)
         if mismatch(expected, got, "dl_dw"):
             unrounded = allclose(2 * np.mean((w0 * x - y) * x), got) and (
                 "That is the gradient without rounding: the forward pass must still use the rounded "
                 "predictions, `round(w * x)`.")
             raise Incorrect(f"{mismatch(expected, got, 'dl_dw')} "
-                            f"{unrounded or 'Is the loss the mean squared error of the rounded predictions?'}")
+                            f"{unrounded or 'Is the loss the mean squared error of the rounded predictions?'}",
+                            cause="no-rounding" if unrounded else None)
 
 
 ex5_1 = NameTheCause()

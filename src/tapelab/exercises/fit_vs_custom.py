@@ -2,184 +2,24 @@
 for two layers, clipping by global norm, and fixing a Keras 2 step in the lower-level style."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import all_close, allclose, fmt, mismatch, to_numpy
+from tapelab.alternatives import Alternative, wrong_value
+from tapelab.compare import allclose, fmt, fmt_pair, to_numpy
 from tapelab.exercise import Exercise
+from tapelab.exercises.fit_match import FitCase, FitMatch, worked_example
 from tapelab.feedback import Incorrect
-from tapelab.quiet import Quiet
 
 __all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "worked_example"]
 
-# ---------------------------------------------------------------- 6.1 and 6.2: history must match fit
 
-def worked_example() -> tuple[np.ndarray, np.ndarray]:
-    """The notebook's deterministic problem: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
-    x = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
-    return x, 2 * x + 1
-
-
-@dataclass(frozen=True)
-class _FitCase:
-    """Data and compile settings for one history comparison."""
-
-    rows: int = 4
-    features: int = 1
-    batch_size: int = 4
-    loss: str = "mse"
-    metrics: tuple[str, ...] = ()
-    seed: int = 0  # 0: the worked example
-
-    def data(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.seed == 0:
-            return worked_example()
-        rng = np.random.default_rng(self.seed)
-        x = rng.normal(size=(self.rows, self.features)).astype(np.float32)
-        w = rng.normal(size=(self.features, 1))
-        return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
-
-    def loss_object(self) -> keras.losses.Loss:
-        return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber()}[self.loss]
-
-    def shown(self) -> str:
-        return f"n_features={self.features}"
-
-    def describe(self) -> str:
-        extra = f", metrics={list(self.metrics)}" if self.metrics else ""
-        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
-                f"loss={self.loss!r}{extra}")
-
-
-def _baseline(weights: list[np.ndarray], case: _FitCase):
-    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay."""
-    inputs = keras.Input((case.features,))
-    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
-    model.set_weights(weights)
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
-                  metrics=list(case.metrics) or None, jit_compile=False)
-    starts: list[list[np.ndarray]] = []
-    recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
-    x, y = case.data()
-    history = model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False,
-                        callbacks=[recorder]).history
-    return history, model.get_weights(), _replay(starts, case)
-
-
-def _replay(starts: list[list[np.ndarray]], case: _FitCase) -> dict[str, list[float]]:
-    """Per epoch, what a wrong step would report: the mean prediction, and the last batch's loss."""
-    x, y = case.data()
-    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
-    loss = case.loss_object()
-    mean_pred, last_loss = [], []
-    for epoch in range(3):
-        preds = [x[part] @ kernel + bias for part, (kernel, bias) in
-                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
-        mean_pred.append(float(np.mean(np.concatenate(preds))))
-        last_loss.append(float(loss(y[batches[-1]], preds[-1])))
-    return {"mean prediction": mean_pred, "last batch loss": last_loss}
-
-
-class _FitMatch(Exercise):
-    """Build the student's model, fit it for 3 epochs, compare history and weights with plain `fit`."""
-
-    compile_loss = True  # 6.2 compiles with an optimizer only
-
-    def check_case(self, fn, case, facts):
-        case = case if isinstance(case, _FitCase) else _FitCase(*case)
-        model = self.call(fn, case.features, shown=case.shown()).value
-        name = f"{self.answer}({case.shown()})"
-        if not isinstance(model, keras.Model):
-            raise Incorrect(f"`{name}` returned a `{type(model).__name__}`, but should return a `keras.Model`. "
-                            "Did you forget `return`, or return the class instead of an instance?")
-        if type(model).train_step is keras.Model.train_step:
-            raise Incorrect(f"`{name}` returned a model whose class does not override `train_step`. "
-                            "Did you define `def train_step(self, data):` inside your `keras.Model` subclass?")
-        shapes = [tuple(w.shape) for w in model.get_weights()]
-        if shapes != [(case.features, 1), (1,)]:
-            raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have one `Dense(1)` layer: "
-                            f"[{(case.features, 1)}, (1,)]. Did you build it on `keras.Input(({case.features},))`?")
-        initial = model.get_weights()
-        with Quiet():
-            expected, expected_weights, replay = _baseline(initial, case)
-        compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
-        model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
-                      **compiled)
-        x, y = case.data()
-        trained = self.run(
-            lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
-            f"Training your model with `fit` ({case.describe()})")
-        history, logs = trained.value, trained.logs
-        self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
-
-    def _compare(self, case, facts, history, logs, model, initial, expected, expected_weights, replay):
-        where = f" (on {case.describe()})"
-        if "loss" in expected and "loss" not in history:
-            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
-                            "Did you name your loss metric `\"loss\"`? `fit` reports each metric under its name: "
-                            "create it as `keras.metrics.Mean(name=\"loss\")`.")
-        if sorted(history) != sorted(expected):
-            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}"
-                            f"{where}. Did you update every metric in `self.metrics` and return "
-                            "`{m.name: m.result() for m in self.metrics}`?")
-        got_weights = model.get_weights()
-        names = ["kernel", "bias"]
-        for wname, start, want, got in zip(names, initial, expected_weights, got_weights):
-            if allclose(start, got) and not allclose(start, want):
-                raise Incorrect(f"The `{wname}` never changed during training{where}, but `fit` moves it to "
-                                f"{fmt(want)}. Did you compute and apply gradients for every variable in "
-                                "`self.trainable_variables`?")
-        if all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
-            self._compare_reported(case, facts, history, logs, expected, replay, where)
-            return
-        losses, want_losses = history["loss"], expected["loss"]
-        ratio = losses[0] / want_losses[0] if want_losses[0] else 0.0
-        if abs(ratio - case.batch_size) < 1e-3 * case.batch_size and case.batch_size > 1:
-            raise Incorrect(f"Your first epoch's loss is {losses[0]:.4g}, {case.batch_size} times `fit`'s "
-                            f"{want_losses[0]:.4g}{where}. Did you sum the squared errors over the batch "
-                            "instead of taking their mean?")
-        if self.compile_loss and facts.found and not facts.calls_to("compute_loss"):
-            raise Incorrect(f"Your weights end at {fmt(got_weights[0])} and {fmt(got_weights[1])}, but `fit` ends at "
-                            f"{fmt(expected_weights[0])} and {fmt(expected_weights[1])}{where}. Did you hard-code "
-                            "a loss? Call `self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
-                            "given to `compile`.")
-        raise Incorrect(f"Your weights end at {fmt(got_weights[0])} and {fmt(got_weights[1])}, but `fit` ends at "
-                        f"{fmt(expected_weights[0])} and {fmt(expected_weights[1])}{where}. Is your step "
-                        "computing the gradient of the mean loss over the batch, and applying "
-                        "`self.optimizer.apply(grads, self.trainable_variables)` once?")
-
-    def _compare_reported(self, case, facts, history, logs, expected, replay, where):
-        """The weights are right; are the numbers the step reports right too?"""
-        for key in sorted(expected):
-            got, want = history[key], expected[key]
-            if mismatch(want, got, key, rtol=1e-4, atol=1e-4) is None:
-                continue
-            shown = f"`history['{key}']` is {fmt(got)}, but `fit` gives {fmt(want)}{where}."
-            trains = " Your model trains correctly (its weights match `fit`'s), so the bug is in what it reports."
-            if not np.any(np.asarray(got)):
-                raise Incorrect(shown + trains + " Did you forget to update the metrics? Call "
-                                "`update_state` on each metric before returning their results.")
-            if key == "loss" and (any("compiled_loss" in line for line in logs) or facts.calls_to("compiled_loss")):
-                raise Incorrect(shown + trains + " That is the Keras 2 `self.compiled_loss` idiom: in Keras 3 it "
-                                "reports the wrong number. Use `self.compute_loss(x=x, y=y, y_pred=y_pred)` (or your "
-                                "own loss) and update the loss metric with it.")
-            if key == "loss" and allclose(replay["mean prediction"], got, rtol=1e-4, atol=1e-4):
-                raise Incorrect(shown + trains + " These are the mean predictions. Did you pass `y_pred` to the "
-                                "loss tracker's `update_state` instead of the loss?")
-            if key == "loss" and allclose(replay["last batch loss"], got, rtol=1e-4, atol=1e-4):
-                raise Incorrect(shown + trains + " These are the losses of each epoch's last batch. Did you return "
-                                "the batch's `loss` instead of the metric's `result()`, the mean over the epoch?")
-            raise Incorrect(shown + trains + " Did you update each metric with the right values "
-                            "(the loss metric with the loss, the others with `y` and `y_pred`)?")
-
-
-class CustomTrainStep(_FitMatch):
+class CustomTrainStep(FitMatch):
     number = "6.1"
     answer = "make_custom_model"
-    visible_cases = (_FitCase(),)
+    # Several batches per epoch, a second metric and a loss other than MSE, on data of their own.
+    visible_cases = (FitCase(), FitCase(8, 2, 4, "huber", ("mae",), 60))
     praise = "your `train_step` reproduces `fit` number for number."
     hints = (
         "Define `class CustomModel(keras.Model):` inside the function, build it from `keras.Input` and a "
@@ -218,7 +58,10 @@ def make_custom_model(n_features=1):
 class TwoOptimizers(Exercise):
     number = "6.4"
     answer = "two_optimizer_step"
-    visible_cases = ((3, 4, 8, "sgd", "sgd", 1, 21),)
+    # Two optimizers of different kinds over two steps, a first layer without bias and a
+    # BatchNormalization between the layers, each on inputs of its own.
+    visible_cases = ((3, 4, 8, "sgd", "sgd", 1, 21), (2, 3, 6, "sgd", "sgd", 1, 20, False, True),
+                     (2, 3, 5, "momentum", "adam", 2, 25))
     praise = "each optimizer moved exactly its own layer, by its own rule."
     hints = (
         "Compute the loss once under one tape and ask for the gradients of all `model.trainable_variables`.",
@@ -296,7 +139,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
                 raise Incorrect(f"The model ({shown}) has a `BatchNormalization` layer, and its moving mean and "
                                 f"variance never changed{steps_text}: your step ran the model in inference mode, "
                                 "where it normalizes with the moving statistics instead of the batch's. Did you "
-                                "call `model(x, training=True)` inside the tape?")
+                                "call `model(x, training=True)` inside the tape?", cause="inference-mode")
         names = [f"{'first' if i < len(reference.layers[0].trainable_variables) else 'second'} layer's "
                  f"{v.name}" for i, v in enumerate(reference.trainable_variables)]
         count = len(names)
@@ -315,22 +158,25 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
             if first_by_b and second_by_a:
                 raise Incorrect(f"The first layer moved {lr_b / lr_a:g} times and the second {lr_a / lr_b:g} times "
                                 "as far as they should: the optimizers are swapped. `opt_a` (learning rate "
-                                f"{lr_a:g}) must update the first layer and `opt_b` ({lr_b:g}) the second.")
+                                f"{lr_a:g}) must update the first layer and `opt_b` ({lr_b:g}) the second.",
+                                cause="swapped-optimizers")
             if second_by_a and not any(i < n for i in wrong):
                 raise Incorrect(f"The second layer moved {lr_a / lr_b:g} times as far as it should, as if `opt_a` "
                                 "updated it. Did you pass all the variables to `opt_a`? Only the first layer's "
-                                "belong to it; give the second layer's to `opt_b`.")
+                                "belong to it; give the second layer's to `opt_b`.", cause="one-optimizer")
             by_other = [i for i in wrong if _near(ratios[i], lr_a / lr_b if i >= n else lr_b / lr_a)]
             if not bias and by_other == wrong:
                 raise Incorrect(f"In this model ({shown}) the first layer has {n} trainable variable(s), the second "
                                 f"{count - n}, and some variables moved by the other optimizer's learning rate. Did "
                                 "you split the variables at a fixed index, or count another layer's variables? Split at "
-                                "`n = len(model.layers[0].trainable_variables)`.")
+                                "`n = len(model.layers[0].trainable_variables)`.", cause="fixed-split")
         i = wrong[0]
         if not np.any(got[i]):
             raise Incorrect(f"The {names[i]} did not change{steps_text}, but should move by {fmt(want[i])}. "
-                            "Did you apply gradients to every variable, each with its layer's optimizer?")
-        raise Incorrect(f"The {names[i]} moved by {fmt(got[i])}{steps_text}, but should move by {fmt(want[i])} "
+                            "Did you apply gradients to every variable, each with its layer's optimizer?",
+                            cause="no-update")
+        moved, should = fmt_pair(got[i], want[i], 1e-3, 1e-6)
+        raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} "
                         f"(on {shown}). Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, "
                         "and did each optimizer get its own layer's variables and gradients, in order?")
 
@@ -339,7 +185,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
             at = f" at step {step}" if len(losses) > 1 else ""
             if got is None:
                 raise Incorrect("`two_optimizer_step` returned `None`, but should return the loss. Did you forget "
-                                "`return loss`?")
+                                "`return loss`?", cause="no-return")
             try:
                 value = np.asarray(to_numpy(got), np.float64)
             except Exception:
@@ -349,9 +195,10 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
                                 f"{at}, but should return the loss, one number ({want:.6g} here). Did you return "
                                 "the scalar `loss` from the tape?")
             if not allclose(want, float(value.ravel()[0]), rtol=1e-4, atol=1e-6):
-                raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {float(value.ravel()[0]):.6g}"
+                got_text, want_text = fmt_pair(float(value.ravel()[0]), want, 1e-4, 1e-6)
+                raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"
                                 f"{at} where the loss (the mean squared error before the update, on {shown}) is "
-                                f"{want:.6g}. Return the `loss` you computed inside the tape, unchanged.")
+                                f"{want_text}. Return the `loss` you computed inside the tape, unchanged.")
 
 
 def _ratio(want: np.ndarray, got: np.ndarray) -> float:
@@ -366,7 +213,11 @@ def _near(ratio: float, target: float) -> bool:
 class ClipGlobalNorm(Exercise):
     number = "6.3"
     answer = "clip_gradients"
-    visible_cases = ((([3.0, 4.0], [12.0]), 6.5),)
+    # Clipped, left alone (norm below max_norm), and all zeros (a norm of 0).
+    # Clipped where per-tensor and per-entry clipping differ (first, so they are told apart), the gradients
+    # above, left alone (norm below max_norm), and all zeros (a norm of 0).
+    visible_cases = ((([3.0, 4.0], [0.5, 12.0]), 6.5), (([3.0, 4.0], [12.0]), 6.5), (([1.0, -2.0], [[0.5]]), 4.0),
+                     (([0.0], [0.0, 0.0]), 2.0))
     praise = "you scale every gradient by the same factor, and only when the global norm is too large."
     hints = (
         "The global norm is the norm of all gradients put together: the square root of the sum of every "
@@ -394,47 +245,64 @@ def clip_gradients(grads, max_norm):
         norm = float(np.sqrt(sum(np.sum(a * a) for a in arrays)))
         expected = [a * min(1.0, max_norm / norm) if norm else a for a in arrays]
         if got is None:
-            raise Incorrect("`clip_gradients` returned `None`. Did you forget `return`?")
+            raise Incorrect("`clip_gradients` returned `None`. Did you forget `return`?", cause="no-return")
+        library = "library-clip" if facts.calls_to("clip_by_global_norm") else None
         if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (list, tuple)):
             raise Incorrect("`clip_gradients` returned a pair `(list, norm)`, but should return the list of clipped "
                             "gradients only. Did you return the tuple of `tf.clip_by_global_norm` whole, instead of "
-                            "its first item? (And then write the clipping yourself, as the exercise asks.)")
+                            "its first item? (And then write the clipping yourself, as the exercise asks.)",
+                            cause=library)
         if not isinstance(got, (list, tuple)):
             raise Incorrect(f"`clip_gradients` returned a `{type(got).__name__}`, but should return a list with one "
                             f"tensor per gradient ({len(arrays)} here). Did you return the tuple of "
-                            "`tf.clip_by_global_norm` whole, instead of its first item?")
-        problem = mismatch(expected, list(got), "clipped")
+                            "`tf.clip_by_global_norm` whole, instead of its first item?", cause=library)
+        if norm == 0 and any(g is not None and not np.all(np.isfinite(to_numpy(g))) for g in got):
+            raise Incorrect(f"With all-zero gradients (on {shown}) your values are NaN or Inf: the global norm is "
+                            "0 there. Did you divide by it without `tf.minimum(1.0, max_norm / global_norm)`?",
+                            cause="zero-norm-nan")
+        problem = wrong_value("clipped", expected, list(got), self._alternatives(arrays, max_norm, norm),
+                              "Did you compute one global norm over all the tensors and scale each by "
+                              "`min(1, max_norm / norm)`?")
         if problem:
-            raise Incorrect(problem + self._cause(arrays, got, max_norm, norm))
-        if facts.calls_to("clip_by_global_norm"):
+            raise problem
+        if library:
             raise Incorrect("Your values are right, but this exercise asks you to write the clipping yourself, "
-                            "without `tf.clip_by_global_norm`: compute the global norm and one scale factor.")
+                            "without `tf.clip_by_global_norm`: compute the global norm and one scale factor.",
+                            cause=library)
 
     @staticmethod
-    def _cause(arrays, got, max_norm, norm) -> str:
-        got = [to_numpy(g) for g in got]
-        if any(not np.all(np.isfinite(g)) for g in got):
-            return (" Some values are NaN or Inf: with all-zero gradients the global norm is 0. Did you divide "
-                    "by it without `tf.minimum(1.0, max_norm / global_norm)` (which is 1 there)?")
-        per_tensor = [a * min(1.0, max_norm / np.linalg.norm(a)) if np.linalg.norm(a) else a for a in arrays]
-        if all_close(per_tensor, got):
-            return (" You clipped each tensor by its own norm (per tensor vs global): that is `clipnorm`. "
-                    "Clip by the GLOBAL norm, the norm of all the gradients together, with one common scale.")
-        if norm and all_close([a * max_norm / norm for a in arrays], got):
-            return (f" The global norm is {norm:.4g}, already at most max_norm={max_norm}, yet you scaled the "
-                    "gradients up. Clip only when the norm exceeds `max_norm`: scale by "
-                    "`min(1, max_norm / global_norm)`.")
-        squared = norm * norm
-        if squared and all_close([a * min(1.0, max_norm / squared) for a in arrays], got):
-            return (" You divided by the sum of squares. Did you forget the square root in the global norm?")
-        return " Did you compute one global norm over all the tensors and scale each by `min(1, max_norm / norm)`?"
+    def _alternatives(arrays, max_norm, norm) -> list[Alternative]:
+        def scaled(scale):
+            return [a * scale(a) for a in arrays]
+
+        return [
+            Alternative("unscaled", arrays, "not-clipped",
+                        f"Your gradients came back unchanged, but their global norm {norm:.4g} exceeds "
+                        f"max_norm={max_norm}. Scale them by `min(1, max_norm / global_norm)`: a `tf.minimum`, "
+                        "so that the factor is below 1 exactly when clipping is needed."),
+            Alternative("per entry", lambda: [np.clip(a, -max_norm, max_norm) for a in arrays], "per-entry-clip",
+                        "You clipped each entry to the range [-max_norm, max_norm] (`clip_by_value`): that changes "
+                        "the direction of the gradient. Scale every gradient by one factor, "
+                        "`min(1, max_norm / global_norm)`, instead."),
+            Alternative("per tensor", lambda: scaled(lambda a: min(1.0, max_norm / np.linalg.norm(a))
+                                                      if np.linalg.norm(a) else 1.0), "per-tensor-clip",
+                        "You clipped each tensor by its own norm (per tensor vs global): that is `clipnorm`. "
+                        "Clip by the GLOBAL norm, the norm of all the gradients together, with one common scale."),
+            Alternative("always scaled", lambda: scaled(lambda a: max_norm / norm), "clip-scales-up",
+                        f"The global norm is {norm:.4g}, already at most max_norm={max_norm}, yet you scaled the "
+                        "gradients up. Clip only when the norm exceeds `max_norm`: scale by "
+                        "`min(1, max_norm / global_norm)`."),
+            Alternative("no square root", lambda: scaled(lambda a: min(1.0, max_norm / norm ** 2)),
+                        "norm-without-sqrt", "You divided by the sum of squares. Did you forget the square root "
+                        "in the global norm?"),
+        ]
 
 
-class FixKeras2Step(_FitMatch):
+class FixKeras2Step(FitMatch):
     number = "6.2"
     answer = "make_tracked_model"
     compile_loss = False
-    visible_cases = (_FitCase(),)
+    visible_cases = (FitCase(), FitCase(8, 2, 4, "mse", (), 60))  # several batches per epoch
     praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
     hints = (
         "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean squared "

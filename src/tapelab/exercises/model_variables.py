@@ -2,93 +2,43 @@
 SGD step, the custom training step with layer losses, and a running-mean metric."""
 from __future__ import annotations
 
-from typing import Callable
-
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import all_close, allclose, fmt, mismatch, to_numpy
+from tapelab.alternatives import Alternative, because, ratio_of, wrong_value
+from tapelab.compare import agrees, all_close, allclose, fmt_pair, to_numpy
 from tapelab.exercise import Exercise
+from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import none_cause
+from tapelab.mistakes import none_feedback
 
 __all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "worked_example"]
 
 _RTOL, _ATOL = 1e-3, 1e-5
 
-def worked_example() -> tuple[tf.Tensor, tf.Tensor]:
-    """The notebook's data: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
-    x = tf.constant([[1.0], [2.0], [3.0], [4.0]])
-    return x, 2.0 * x + 1.0
-
-
-def _dense_model(n_in: int = 1, n_out: int = 1, regularizer: str = "") -> keras.Model:
-    """A zero-initialised Dense layer; `regularizer` "kernel" or "activity" adds a layer loss."""
-    kwargs = {}
-    if regularizer == "kernel":
-        kwargs["kernel_regularizer"] = keras.regularizers.L2(0.1)
-    elif regularizer == "activity":
-        kwargs["activity_regularizer"] = keras.regularizers.L2(0.1)
-    return keras.Sequential([keras.Input((n_in,)),
-                             keras.layers.Dense(n_out, kernel_initializer="zeros", **kwargs)])
-
-
-def _short_path(variable) -> str:
-    """`dense/kernel` for `sequential_3/dense_7/kernel`: what a student recognises."""
-    layer, name = variable.path.split("/")[-2:]
-    return f"{layer.rstrip('_0123456789')}/{name}"
-
-
 # ---------------------------------------------------------------------------------------------
 # Exercise 2.1: model_gradients(model, loss_fn, x, y)
-
-_LOSSES: dict[str, Callable[[], keras.losses.Loss]] = {
-    "mse": keras.losses.MeanSquaredError,
-    "bce": keras.losses.BinaryCrossentropy,
-    "mape": keras.losses.MeanAbsolutePercentageError,
-}
-
-
-def _bn_case(loss: str, seed: int):
-    """A Dense-BatchNorm-Dense model with seeded weights, a batch and targets suited to `loss`."""
-    rng = np.random.default_rng(seed)
-    activation = "sigmoid" if loss == "bce" else None
-
-    def build() -> keras.Model:
-        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),
-                                  keras.layers.Dense(1, activation=activation)])
-        weights = np.random.default_rng(seed + 1000)
-        for v in model.variables:
-            if "moving_variance" in v.path:
-                v.assign(weights.uniform(0.5, 1.5, size=v.shape))
-            else:
-                v.assign(weights.normal(scale=0.7, size=v.shape))
-        return model
-
-    x = rng.normal(size=(8, 3))
-    if loss == "bce":
-        y = rng.integers(0, 2, size=(8, 1)).astype(float)
-    else:
-        y = rng.uniform(1.0, 3.0, size=(8, 1))
-    return build, tf.constant(x, tf.float32), tf.constant(y, tf.float32)
-
 
 def _gradient_case(spec):
     if spec == "worked":
         x, y = worked_example()
-        return (lambda: _dense_model()), "mse", x, y
+        return (lambda: dense_model()), "mse", x, y
     _, loss, seed = spec
-    build, x, y = _bn_case(loss, seed)
+    build, x, y = bn_case(loss, seed)
     return build, loss, x, y
 
 
-def _reference_gradients(build, loss, x, y, training=True, swapped=False):
-    model, loss_fn = build(), _LOSSES[loss]()
+def _reference_gradients(build, loss, x, y, training=True, swapped=False, target="loss"):
+    """The gradients of the correct loss, or of a named variant: inference mode, swapped arguments,
+    the predictions as the target (`target="preds"`), or the loss value itself (`target="value"`)."""
+    model, loss_fn = build(), LOSSES[loss]()
     with tf.GradientTape() as tape:
         preds = model(x, training=training)
         value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
-    return [g.numpy() for g in tape.gradient(value, model.trainable_variables)]
+    if target == "value":
+        return value.numpy()
+    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
 
 
 def _all_close(expected, got) -> bool:
@@ -118,44 +68,53 @@ def model_gradients(model, loss_fn, x, y):
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
         model = build()
-        shown = (f"model, {type(_LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
+        shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
-        got = self.call(fn, model, _LOSSES[loss](), x, y, shown=shown).value
+        got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value
         expected = _reference_gradients(build, loss, x, y)
-        names = [_short_path(v) for v in model.trainable_variables]
+        names = [short_path(v) for v in model.trainable_variables]
         if got is None:
-            raise Incorrect("`model_gradients` returned `None`. Did you forget to `return` the gradients?")
+            raise Incorrect("`model_gradients` returned `None`. Did you forget to `return` the gradients?",
+                            cause="no-return")
         if not isinstance(got, (list, tuple)):
+            returned_loss = agrees(_reference_gradients(build, loss, x, y, target="value"), got, _RTOL, _ATOL)
             raise Incorrect(f"`model_gradients` returned a `{type(got).__name__}`, but should return a list "
-                            f"of {len(expected)} gradients, one per entry of `model.trainable_variables`.")
+                            f"of {len(expected)} gradients, one per entry of `model.trainable_variables`."
+                            + (" It is the loss itself. Did you return `loss` instead of "
+                               "`tape.gradient(loss, model.trainable_variables)`?" if returned_loss else ""),
+                            cause="returned-value" if returned_loss else None)
         n_all = len(model.variables)
         if len(got) == n_all != len(expected):
             raise Incorrect(
                 f"`model_gradients` returned {len(got)} gradients, one per entry of `model.variables`, "
                 f"but should return {len(expected)}. This model's `BatchNormalization` layer holds "
                 "non-trainable moving statistics. Did you differentiate with respect to "
-                "`model.trainable_variables`?")
+                "`model.trainable_variables`?", cause="all-variables")
         if len(got) != len(expected):
             raise Incorrect(f"`model_gradients` returned {len(got)} gradients, but `model.trainable_variables` "
                             f"has {len(expected)} entries ({', '.join(names)}). Did you pass it as the sources?")
         if all(g is None for g in got):
-            raise Incorrect("Every gradient is `None`. " +
-                            none_cause(facts, "loss", "model.trainable_variables", False))
-        if _all_close(_reference_gradients(build, loss, x, y, training=False), got) and \
-                not _all_close(expected, _reference_gradients(build, loss, x, y, training=False)):
-            raise Incorrect(
-                "Your gradients are those of the model in inference mode. This model has a "
-                "`BatchNormalization` layer, which uses the batch's own statistics only while training. "
-                "Did you call `model(x, training=True)`?")
-        if loss != "mse" and _all_close(_reference_gradients(build, loss, x, y, swapped=True), got):
-            raise Incorrect(
-                f"Your gradients are those of `loss_fn(preds, y)`. {type(_LOSSES[loss]()).__name__} is not "
-                "symmetric, and Keras losses take the targets first. Did you write `loss_fn(y, preds)`?")
-        for name, e, g in zip(names, expected, got):
-            problem = mismatch(e, g, f"gradient for {name}", _RTOL, _ATOL)
-            if problem:
-                raise Incorrect(f"{problem} Is each gradient in the order of `model.trainable_variables`, "
-                                "and is the loss `loss_fn(y, preds)` of `model(x, training=True)`?")
+            raise none_feedback("Every gradient is `None`.", facts, facts.returned_call())
+        alternatives = (
+            Alternative("inference mode", lambda: _reference_gradients(build, loss, x, y, training=False),
+                        "inference-mode",
+                        "These are the gradients of the model in inference mode. This model has a "
+                        "`BatchNormalization` layer, which uses the batch's own statistics only while training. "
+                        "Did you call `model(x, training=True)`?"),
+            Alternative("loss_fn(preds, y)", lambda: _reference_gradients(build, loss, x, y, swapped=True),
+                        "swapped-loss-arguments",
+                        f"These are the gradients of `loss_fn(preds, y)`. {type(LOSSES[loss]()).__name__} is not "
+                        "symmetric, and Keras losses take the targets first. Did you write `loss_fn(y, preds)`?"),
+            Alternative("gradient of preds", lambda: _reference_gradients(build, loss, x, y, target="preds"),
+                        "wrong-target",
+                        "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
+                        "`preds` to `tape.gradient` instead of `loss`?"),
+        )
+        problem = wrong_value("model_gradients(...)", expected, list(got), alternatives,
+                              "Is each gradient in the order of `model.trainable_variables`, and is the loss "
+                              "`loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
+        if problem:
+            raise problem
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +123,7 @@ def model_gradients(model, loss_fn, x, y):
 def _sgd_case(spec):
     """(variables, grads, lr): the worked example's first step, or seeded tf.Variables."""
     if spec == "worked":
-        model = _dense_model()
+        model = dense_model()
         return list(model.trainable_variables), [tf.constant([[-35.0]]), tf.constant([-12.0])], 0.1
     seed, lr = spec
     rng = np.random.default_rng(seed)
@@ -177,7 +136,7 @@ def _sgd_case(spec):
 class ManualSgdStep(Exercise):
     number = "2.2"
     answer = "manual_sgd_step"
-    visible_cases = ("worked",)
+    visible_cases = ("worked", (3, 0.05))  # a second learning rate: a hard-coded 0.1 fails here
     praise = "your hand-written step moves every variable exactly as `keras.optimizers.SGD` does."
     hints = (
         "Gradient descent moves each variable a small step against its gradient: v ← v − lr·g.",
@@ -205,31 +164,50 @@ def manual_sgd_step(variables, grads, lr):
         if _all_close(expected, after):
             if facts.found and not (facts.calls_to("assign_sub") or facts.calls_to("assign")):
                 raise Incorrect("Exercise 2.2: your variables end up right, but this exercise is the step by "
-                                "hand. Update each variable with `v.assign_sub(lr * g)` instead of an optimizer.")
+                                "hand. Update each variable with `v.assign_sub(lr * g)` instead of an optimizer.",
+                                cause="optimizer-not-by-hand")
             return
-        steps = [to_numpy(g) for g in grads]
-        if all(np.allclose(a, b) for a, b in zip(after, before)):
-            raise Incorrect(
-                f"The variables did not change: `{_short_name(kept[0])}` is still {fmt(after[0])}, but should "
-                f"be {fmt(expected[0])}. Did you write `v = v - lr * g`? That rebinds the name to a new tensor "
-                "and leaves the variable alone: change it in place with `v.assign_sub(lr * g)`.")
-        if all(allclose(b + lr * s, a, _RTOL, _ATOL) for a, b, s in zip(after, before, steps)):
-            raise Incorrect(
-                f"`{_short_name(kept[0])}` is {fmt(after[0])}, but should be {fmt(expected[0])}: your step went "
-                "uphill, along the gradient. Did you use `assign_add`? Descent subtracts: `v.assign_sub(lr * g)`.")
-        if all(allclose(b - s, a, _RTOL, _ATOL) for a, b, s in zip(after, before, steps)):
-            raise Incorrect(
-                f"`{_short_name(kept[0])}` is {fmt(after[0])}, but should be {fmt(expected[0])}: it moved by "
-                "the whole gradient. Did you multiply the gradient by `lr`?")
-        for v, e, a in zip(kept, expected, after):
-            problem = mismatch(e, a, _short_name(v), _RTOL, _ATOL)
-            if problem:
-                raise Incorrect(f"{problem} Did you subtract `lr * g` from each variable, paired with its own "
-                                "gradient?")
+        names = [_short_name(v) for v in kept]
+
+        def by_name(values) -> dict:
+            return dict(zip(names, values))
+
+        steps = [lr * to_numpy(g) for g in grads]
+        in_place = facts.found and any(facts.calls_to(m) for m in ("assign_sub", "assign", "assign_add"))
+        unchanged = (Alternative("no update", by_name(before), "no-update",
+                                 "The variables did not change. Did you call `assign_sub` on each of them?")
+                     if in_place or not facts.found else
+                     Alternative("rebound", by_name(before), "replaced-by-tensor",
+                                 "The variables did not change. Did you write `v = v - lr * g`? That rebinds the "
+                                 "name to a new tensor and leaves the variable alone: change it in place with "
+                                 "`v.assign_sub(lr * g)`."))
+        alternatives = (
+            unchanged,
+            Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
+                        "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
+                        "`v.assign_sub(lr * g)`."),
+            Alternative("whole gradient", by_name(b - to_numpy(g) for b, g in zip(before, grads)), "no-learning-rate",
+                        "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
+            *(Alternative(f"only {names[i]}", by_name(e if k == i else b
+                                                      for k, (b, e) in enumerate(zip(before, expected))),
+                          "no-update", f"Only `{names[i]}` moved; the other variables did not change. Did you "
+                          "update every variable in the list, each with its own gradient?")
+              for i in range(len(names)) if len(names) > 1),
+        )
+        ratio = ratio_of([e - b for e, b in zip(expected, before)], [a - b for a, b in zip(after, before)])
+        if ratio is not None:
+            alternatives += (Alternative("another step size", by_name(after), "constant-factor",
+                                         f"Every variable moved {ratio:.4g} times as far as `lr={lr}` gives. Did you "
+                                         "use the `lr` you were given, and no other factor?"),)
+        problem = wrong_value("variables", by_name(expected), by_name(after), alternatives,
+                              "Did you subtract `lr * g` from each variable, paired with its own gradient?",
+                              _RTOL, _ATOL)
+        if problem:
+            raise problem
 
 
 def _short_name(variable) -> str:
-    return _short_path(variable) if "/" in getattr(variable, "path", "") else variable.name.split(":")[0]
+    return short_path(variable) if "/" in getattr(variable, "path", "") else variable.name.split(":")[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,11 +218,11 @@ def _train_case(spec):
     if spec in ("worked", "worked-l2"):
         x, y = worked_example()
         regularizer = "kernel" if spec == "worked-l2" else ""
-        return (lambda: _dense_model(regularizer=regularizer), lambda: keras.optimizers.SGD(0.1),
+        return (lambda: dense_model(regularizer=regularizer), lambda: keras.optimizers.SGD(0.1),
                 "mse", x, y, 3, "the worked example" + (" with an L2 kernel regularizer" if regularizer else ""))
     if spec[0] == "bn":  # BatchNormalization: training=True normalises with the batch's own statistics
         _, seed, optimizer, steps = spec
-        build, x, y = _bn_case("mse", seed)
+        build, x, y = bn_case("mse", seed)
         make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
                     "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
         return build, make_opt, "mse", x, y, steps, "a Dense-BatchNormalization-Dense model"
@@ -254,13 +232,13 @@ def _train_case(spec):
     y = tf.constant(rng.normal(size=(6, n_out)), tf.float32)
     make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
                 "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
-    return (lambda: _dense_model(n_in, n_out, regularizer), make_opt, "mse", x, y, steps,
+    return (lambda: dense_model(n_in, n_out, regularizer), make_opt, "mse", x, y, steps,
             f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
 
 
 def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=1.0, training=True):
     """Final variables and the loss of each step, for the correct step or a named variant."""
-    model, optimizer, loss_fn = build(), make_opt(), _LOSSES[loss]()
+    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
     losses = []
     for _ in range(steps):
         with tf.GradientTape() as tape:
@@ -276,7 +254,7 @@ def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=
 
 def _data_losses(build, make_opt, loss, x, y, steps):
     """The data-only part of each step's loss along the correct trajectory."""
-    model, optimizer, loss_fn = build(), make_opt(), _LOSSES[loss]()
+    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
     out = []
     for _ in range(steps):
         with tf.GradientTape() as tape:
@@ -291,7 +269,9 @@ def _data_losses(build, make_opt, loss, x, y, steps):
 class TrainStep(Exercise):
     number = "2.3"
     answer = "train_step"
-    visible_cases = ("worked", "worked-l2")
+    # Every structure the text names, on inputs of its own: a kernel and an activity regularizer, a
+    # stateful optimizer, and a BatchNormalization layer (training=True matters there).
+    visible_cases = ("worked", "worked-l2", (7, 3, 2, "activity", "adam", 2), ("bn", 12, "sgd", 3))
     praise = "your step records the forward pass and every loss, and lets the optimizer apply the gradients."
     hints = (
         "Four lines: forward pass and loss under a tape, gradients, then the optimizer; return the loss.",
@@ -319,52 +299,54 @@ def train_step(model, optimizer, loss_fn, x, y):
         shown = "model, optimizer, loss_fn, x, y"
         returned = []
         for _ in range(steps):
-            returned.append(self.call(fn, model, optimizer, _LOSSES[loss](), x, y, shown=shown).value)
+            returned.append(self.call(fn, model, optimizer, LOSSES[loss](), x, y, shown=shown).value)
         expected, expected_losses = _reference_loop(build, make_opt, loss, x, y, steps)
         after = [v.numpy() for v in model.trainable_variables]
-        names = [_short_path(v) for v in model.trainable_variables]
         if not _all_close(expected, after):
-            self._explain_variables(build, make_opt, loss, x, y, steps, label, names, expected, after)
+            self._explain_variables(build, make_opt, loss, x, y, steps, label, expected, after)
         if any(r is None for r in returned):
             raise Incorrect("Your variables are right, but `train_step` returned `None`. "
-                            "Did you forget `return loss`?")
+                            "Did you forget `return loss`?", cause="no-return")
         try:
             got_losses = [float(to_numpy(r)) for r in returned]
         except (TypeError, ValueError):
             raise Incorrect("Your variables are right, but `train_step` should return the loss as a scalar "
                             f"tensor, not a `{type(returned[0]).__name__}`.") from None
+        data_only = Alternative("data loss only", lambda: _data_losses(build, make_opt, loss, x, y, steps),
+                                "layer-losses-missing",
+                                "Those are the data losses alone. Return the total you minimised, "
+                                "`loss_fn(y, preds) + sum(model.losses)`.")
         if not allclose(expected_losses, got_losses, _RTOL, _ATOL):
-            data_only = allclose(_data_losses(build, make_opt, loss, x, y, steps), got_losses, _RTOL, _ATOL)
-            cause = ("Return the total you minimised, `loss_fn(y, preds) + sum(model.losses)`, "
-                     "not the data loss alone." if data_only else "Did you return the loss of this step?")
-            raise Incorrect(f"Your variables are right, but the returned losses are {fmt(got_losses)}, and "
-                            f"should be {fmt(expected_losses)}. {cause}")
+            shown, should = fmt_pair(got_losses, expected_losses, _RTOL, _ATOL)
+            says, code = because(expected_losses, got_losses, [data_only],
+                                 "Did you return the loss of this step, computed inside the tape?", _RTOL, _ATOL)
+            raise Incorrect(f"Your variables are right, but the returned losses are {shown}, and should be "
+                            f"{should}. {says}", cause=code)
 
-    def _explain_variables(self, build, make_opt, loss, x, y, steps, label, names, expected, after):
-        initial = [v.numpy() for v in build().trainable_variables]
-        where = next(i for i, (e, a) in enumerate(zip(expected, after)) if not allclose(e, a, _RTOL, _ATOL))
-        base = (f"After {steps} calls on {label}, `{names[where]}` is {fmt(after[where])}, "
-                f"but should be {fmt(expected[where])}.")
-        if all(np.allclose(i, a) for i, a in zip(initial, after)):
-            cause = ("The variables never changed. Did you apply the gradients with "
-                     "`optimizer.apply(grads, model.trainable_variables)`?")
-        elif all(allclose(e, a, _RTOL, _ATOL) for e, a in
-                 zip(_reference_loop(build, make_opt, loss, x, y, steps, layer_losses=False)[0], after)):
-            cause = ("They are what you get without the layer losses: this model has a regularizer. "
-                     "Did you add `sum(model.losses)` to the loss inside the tape?")
-        elif all(allclose(e, a, _RTOL, _ATOL) for e, a in
-                 zip(_reference_loop(build, make_opt, loss, x, y, steps, training=False)[0], after)):
-            cause = ("They are what the model gives in inference mode: its `BatchNormalization` layer then "
-                     "uses its moving statistics instead of the batch's own. Did you call "
-                     "`model(x, training=True)` inside the tape?")
-        elif all(allclose(e, a, _RTOL, _ATOL) for e, a in
-                 zip(_reference_loop(build, make_opt, loss, x, y, steps, sign=-1.0)[0], after)):
-            cause = ("Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
-                     "The optimizer already subtracts them.")
-        else:
-            cause = ("Does each call compute the loss of `model(x, training=True)` under the tape and apply "
-                     "the gradients with the optimizer it was given?")
-        raise Incorrect(f"{base} {cause}")
+    def _explain_variables(self, build, make_opt, loss, x, y, steps, label, expected, after):
+        def variant(**change):
+            return lambda: _reference_loop(build, make_opt, loss, x, y, steps, **change)[0]
+
+        alternatives = (
+            Alternative("unchanged", [v.numpy() for v in build().trainable_variables], "no-update",
+                        "The variables never changed. Did you apply the gradients with "
+                        "`optimizer.apply(grads, model.trainable_variables)`?"),
+            Alternative("no layer losses", variant(layer_losses=False), "layer-losses-missing",
+                        "They are what you get without the layer losses: this model has a regularizer. "
+                        "Did you add `sum(model.losses)` to the loss, reading it inside the tape? Read before "
+                        "the `with` block, the penalty is a constant to the tape, and adds no gradient."),
+            Alternative("inference mode", variant(training=False), "inference-mode",
+                        "They are what the model gives in inference mode: its `BatchNormalization` layer then "
+                        "uses its moving statistics instead of the batch's own. Did you call "
+                        "`model(x, training=True)` inside the tape?"),
+            Alternative("uphill", variant(sign=-1.0), "uphill-step",
+                        "Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
+                        "The optimizer already subtracts them."),
+        )
+        problem = wrong_value("model.trainable_variables", expected, after, alternatives,
+                              "Does each call compute the loss of `model(x, training=True)` under the tape and "
+                              "apply the gradients with the optimizer it was given?", _RTOL, _ATOL)
+        raise Incorrect(f"After {steps} calls on {label}, {problem}", cause=problem.cause)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,26 +382,29 @@ def epoch_mean_losses(epochs):
         got = self.call(fn, [list(e) for e in epochs], shown=shown).value
         expected = [float(np.mean(e)) for e in epochs]
         if got is None:
-            raise Incorrect("`epoch_mean_losses` returned `None`. Did you forget to `return` the list of means?")
+            raise Incorrect("`epoch_mean_losses` returned `None`. Did you forget to `return` the list of means?",
+                            cause="no-return")
         if not isinstance(got, (list, tuple)):
             raise Incorrect(f"`epoch_mean_losses` returned a `{type(got).__name__}`, but should return a list "
                             f"of {len(expected)} means, one per epoch.")
-        problem = mismatch(expected, list(got), "epoch_mean_losses(epochs)", 1e-5, 1e-5)
+        cumulative = [float(np.mean(sum(epochs[:k + 1], []))) for k in range(len(epochs))]
+        alternatives = (
+            Alternative("never reset", cumulative, "metric-not-reset",
+                        "Each mean includes the epochs before it. Did you call `metric.reset_state()` at the "
+                        "start of each epoch?"),
+            Alternative("reset per batch", [e[-1] for e in epochs], "reset-per-batch",
+                        "Each value is the epoch's last batch loss. Did you reset the metric inside the batch "
+                        "loop? Reset once per epoch, before its batches."),
+            Alternative("result per batch", [float(np.mean(e[:k + 1])) for e in epochs for k in range(len(e))],
+                        "result-per-batch",
+                        "That is one running mean per batch. Did you append `metric.result()` inside the batch "
+                        "loop? Append it once per epoch, after the batches."),
+        )
+        problem = wrong_value("epoch_mean_losses(epochs)", expected, list(got), alternatives,
+                              "Did you `update_state` with every batch loss and read `result()` after each epoch?",
+                              1e-5, 1e-5)
         if problem:
-            flat, cumulative = [], []
-            for e in epochs:
-                flat += e
-                cumulative.append(float(np.mean(flat)))
-            last = [e[-1] for e in epochs]
-            if allclose(cumulative, got, 1e-5, 1e-5):
-                cause = ("Each mean includes the epochs before it. Did you call `metric.reset_state()` at the "
-                         "start of each epoch?")
-            elif allclose(last, got, 1e-5, 1e-5):
-                cause = ("Each value is the epoch's last batch loss. Did you reset the metric inside the batch "
-                         "loop? Reset once per epoch, before its batches.")
-            else:
-                cause = "Did you `update_state` with every batch loss and read `result()` after each epoch?"
-            raise Incorrect(f"{problem} {cause}")
+            raise problem
         if facts.found and not facts.calls_to("Mean"):
             raise Incorrect("Exercise 2.4: your means are right, but this exercise is about Keras metrics. "
                             "Accumulate them with a `keras.metrics.Mean()`.")

@@ -2,10 +2,7 @@
 second derivatives from nested tapes, and Hessians from `jacobian`."""
 from __future__ import annotations
 
-import ast
 import gc
-import inspect
-import textwrap
 import weakref
 
 import numpy as np
@@ -14,47 +11,28 @@ import tensorflow as tf
 from tapelab.compare import allclose, fmt, mismatch
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import factor_cause, none_cause
+from tapelab.mistakes import Explanation as Why, none_feedback, wrong_value
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
 
 _INSIDE_WITH_LOG = "significantly less efficient"
-_ONE_SET = "non-persistent GradientTape can only be used to compute one set"
-
-
-def _wrong_value(name: str, expected, got, *causes: str | None) -> Incorrect:
-    """An Incorrect naming the difference and the first known cause that applies."""
-    base = mismatch(expected, got, name) or f"`{name}` is {fmt(got)}, but should be {fmt(expected)}."
-    cause = next((c for c in causes if c), None) or factor_cause(expected, got)
-    return Incorrect(f"{base} {cause}" if cause else base)
-
-
-def _gradient_inside_tape(fn) -> bool | None:
-    """Whether some `.gradient(...)` call stands inside a `with ...GradientTape...` block (None: no source)."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.With) and any("GradientTape" in ast.unparse(i.context_expr) for i in node.items):
-            for inner in ast.walk(node):
-                if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-                        and inner.func.attr == "gradient"):
-                    return True
-    return False
 
 
 class _TapeExercise(Exercise):
-    """An exercise that rejects `gradient` called inside a tape's `with` block."""
+    """An exercise of this notebook: one rule, `gradient` is called after its own tape's `with` block."""
 
-    def _reject_gradient_inside_with(self, fn, logs: list[str]) -> None:
-        # TensorFlow logs its warning once per process, so the source is the reliable witness.
-        if any(_INSIDE_WITH_LOG in line for line in logs) or _gradient_inside_tape(fn):
+    def _reject_gradient_inside_with(self, facts, logs: list[str]) -> None:
+        # TensorFlow logs its warning once per process, so the source is the better witness.
+        inside = facts.inside_own_block()
+        if inside or any(_INSIDE_WITH_LOG in line for line in logs):
+            call = f"`{inside[0].text()}`" if inside else "`gradient`"
             raise Incorrect(
-                "Your values are right, but you called `tape.gradient` inside the `with` block of a persistent "
-                "tape. TensorFlow warns that this is significantly less efficient: the tape records the "
-                "gradient computation too. Did you move the `gradient` calls after the `with` block?")
+                f"Your values are right, but you called {call} inside the `with` block of its own tape. "
+                "The rule in this notebook: call `gradient` after the block, unless you want the tape to record the "
+                "gradient computation itself (a higher derivative); inside, a persistent tape records every "
+                "gradient op too, which TensorFlow warns is significantly less efficient. Did you move the "
+                "`gradient` calls after the `with` block?", cause="gradient-inside-block")
 
 
 # ---------------------------------------------------------------- 4.1 several gradients
@@ -95,19 +73,19 @@ def several_gradients(x):
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect(mismatch([dy_dx, dz_dx], got, "several_gradients(x)")
                             or "`several_gradients` should return a list `[dy_dx, dz_dx]`.")
-        for name, target, value in (("dy_dx", "y", got[0]), ("dz_dx", "z", got[1])):
+        for i, (name, value) in enumerate((("dy_dx", got[0]), ("dz_dx", got[1]))):
             if value is None:
-                raise Incorrect(f"`{name}` is `None`. " + none_cause(facts, target, "x", True))
+                raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "constant"})
+        swapped = allclose(dz_dx, got[0]) and allclose(dy_dx, got[1]) and Why(
+            "Your gradients are swapped: return `[dy_dx, dz_dx]`.", "swapped-results")
         if mismatch(dy_dx, got[0], "dy_dx"):
-            raise _wrong_value("dy_dx", dy_dx, got[0])
+            raise wrong_value("dy_dx", dy_dx, got[0], swapped)
         if mismatch(dz_dx, got[1], "dz_dx"):
-            wrt_y = allclose(np.cos(xs**3), got[1]) and (
+            wrt_y = allclose(np.cos(xs**3), got[1]) and Why(
                 "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
-                "Pass `x`: the tape chains through `y` by itself.")
-            swapped = allclose(dz_dx, got[0]) and allclose(dy_dx, got[1]) and (
-                "Your gradients are swapped: return `[dy_dx, dz_dx]`.")
-            raise _wrong_value("dz_dx", dz_dx, got[1], swapped, wrt_y)
-        self._reject_gradient_inside_with(fn, call.logs)
+                "Pass `x`: the tape chains through `y` by itself.", "wrong-source")
+            raise wrong_value("dz_dx", dz_dx, got[1], wrt_y)
+        self._reject_gradient_inside_with(facts, call.logs)
 
 
 # ---------------------------------------------------------------- 4.2 release the tape
@@ -180,7 +158,8 @@ def two_gradients_and_release(f, x, lr):
         x0 = np.array(values, np.float64)
         x = tf.Variable(x0, dtype=tf.float32, name="x")
         f = _Tracked(target, weight)
-        got = self.call(fn, f, x, lr, shown=f"f, x=tf.Variable({fmt(x0)}), lr={lr}").value
+        call = self.call(fn, f, x, lr, shown=f"f, x=tf.Variable({fmt(x0)}), lr={lr}")
+        got = call.value
         gc.collect()
         alive_after_return = f.live()
 
@@ -190,33 +169,36 @@ def two_gradients_and_release(f, x, lr):
         if not isinstance(got, (list, tuple)) or len(got) != 3:
             raise Incorrect(mismatch([dloss, dpenalty, 0.0], got, "two_gradients_and_release(...)")
                             or "`two_gradients_and_release` should return `[dloss_dx, dpenalty_dx, new_loss]`.")
-        for name, target_name, value in (("dloss_dx", "loss", got[0]), ("dpenalty_dx", "penalty", got[1])):
+        for i, (name, value) in enumerate((("dloss_dx", got[0]), ("dpenalty_dx", got[1]))):
             if value is None:
-                raise Incorrect(f"`{name}` is `None`. " + none_cause(facts, target_name, "x", False))
+                raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "variable"})
+        swapped = allclose(dpenalty, got[0]) and allclose(dloss, got[1]) and Why(
+            "Your gradients are swapped: return `[dloss_dx, dpenalty_dx, new_loss]`.", "swapped-results")
         for name, expected, value in (("dloss_dx", dloss, got[0]), ("dpenalty_dx", dpenalty, got[1])):
             if mismatch(expected, value, name):
-                raise _wrong_value(name, expected, value)
+                raise wrong_value(name, expected, value, swapped)
         if mismatch(x1, x.numpy(), "x", rtol=1e-4, atol=1e-4):
-            untouched = allclose(x0, x.numpy()) and "Did you call `x.assign_sub(...)`?"
-            uphill = allclose(x0 + lr * (dloss + dpenalty), x.numpy(), rtol=1e-4, atol=1e-4) and (
-                "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?")
-            raise Incorrect(f"`x` after your step is {fmt(x.numpy())}, but should be {fmt(x1)}. "
-                            + (untouched or uphill or "Did you step by `lr * (dloss_dx + dpenalty_dx)`?"))
+            untouched = allclose(x0, x.numpy()) and Why("Did you call `x.assign_sub(...)`?", "no-update")
+            uphill = allclose(x0 + lr * (dloss + dpenalty), x.numpy(), rtol=1e-4, atol=1e-4) and Why(
+                "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?", "uphill-step")
+            why = untouched or uphill or Why("Did you step by `lr * (dloss_dx + dpenalty_dx)`?")
+            raise Incorrect(f"`x` after your step is {fmt(x.numpy())}, but should be {fmt(x1)}. {why}", cause=why.cause)
         new_loss = f.numpy_loss(x1)
         if mismatch(new_loss, got[2], "new_loss", rtol=1e-4, atol=1e-4):
-            old = allclose(f.numpy_loss(x0), got[2], rtol=1e-4, atol=1e-4) and (
-                "That is the loss before the step. Did you call `f(x)` again after `x.assign_sub(...)`?")
-            raise _wrong_value("new_loss", new_loss, got[2], old)
+            old = allclose(f.numpy_loss(x0), got[2], rtol=1e-4, atol=1e-4) and Why(
+                "That is the loss before the step. Did you call `f(x)` again after `x.assign_sub(...)`?", "stale-value")
+            raise wrong_value("new_loss", new_loss, got[2], old)
+        self._reject_gradient_inside_with(facts, call.logs)
         if f.held_at_next_call:
             raise Incorrect(
                 f"Your values are right, but when you called `f` the second time your persistent tape was still "
                 f"alive and held {f.held_at_next_call} intermediates of the first call. Did you `del tape` "
-                "right after the `gradient` calls?")
+                "right after the `gradient` calls?", cause="tape-not-released")
         if alive_after_return:
             raise Incorrect(
                 f"Your values are right, but your persistent tape is still alive after your function returned "
                 f"(it holds {alive_after_return} intermediates). Did you return the tape or store it outside "
-                "the function? `del tape` once you have the gradients.")
+                "the function? `del tape` once you have the gradients.", cause="tape-not-released")
 
 
 # ---------------------------------------------------------------- 4.3 second derivative
@@ -265,31 +247,27 @@ def second_derivative(f, x):
         call = self.call(fn, f, x, shown=f"f={name}, x={x}")
         got, expected = call.value, d2(x)
         if got is None:
-            raise Incorrect(f"`second_derivative(f={name}, x={x})` returned `None`. " + self._none_cause(fn, facts))
+            raise none_feedback(f"`second_derivative(f={name}, x={x})` returned `None`.", facts, facts.returned_call(),
+                                {"x": "constant"})
         if mismatch(expected, got, "d2y_dx2"):
-            first = allclose(d1(x), got) and (
+            first = allclose(d1(x), got) and Why(
                 "That is the first derivative. Did you return `inner.gradient(...)` instead of "
-                "differentiating it again with the outer tape?")
-            raise _wrong_value(f"second_derivative(f={name}, x={x})", expected, got, first)
-        one_tape = facts.found and facts.calls_to("GradientTape") < 2
-        if one_tape or any(_INSIDE_WITH_LOG in line for line in call.logs):
-            raise Incorrect(
-                "Your value is right, but you differentiated twice with one persistent tape, calling `gradient` "
-                "inside its `with` block, which TensorFlow warns is significantly less efficient. "
-                "Did you nest two tapes, an inner one for dy/dx inside an outer one for d2y/dx2?")
+                "differentiating it again with the outer tape?", "first-derivative")
+            raise wrong_value(f"second_derivative(f={name}, x={x})", expected, got, first)
+        _require_nested_tapes(facts, call.logs)
 
-    @staticmethod
-    def _none_cause(fn, facts, result: str = "the second derivative") -> str:
-        if facts.found and facts.calls_to("GradientTape") == 1:
-            return ("One tape cannot differentiate a gradient it computed after its `with` block ended. "
-                    "Did you nest two tapes, calling the inner `gradient` inside the outer `with`?")
-        if _gradient_inside_tape(fn) is False and facts.calls_to("GradientTape") >= 2:
-            return ("Did you call the inner `gradient` inside the outer `with` block? Called outside it, the "
-                    f"outer tape never sees dy/dx being computed, so {result} is `None`.")
-        if facts.found and facts.calls_to("watch") == 1 and not facts.calls_to("Variable"):
-            return ("`x` is a constant and only one tape watches it. Did the outer tape call `watch(x)` too? "
-                    "Or make `x = tf.Variable(x)`, which every tape watches by itself.")
-        return none_cause(facts, "dy_dx", "x", True)
+
+def _require_nested_tapes(facts, logs: list[str]) -> None:
+    """The rule of 4.3 and 4.4: a higher derivative comes from nested tapes, not from one persistent tape."""
+    one_tape = facts.found and facts.tapes < 2
+    if one_tape or (not facts.found and any(_INSIDE_WITH_LOG in line for line in logs)):
+        raise Incorrect(
+            "Your value is right, and one persistent tape that calls `gradient` inside its own block can compute it "
+            "(that is the case TensorFlow's efficiency warning allows). This exercise asks for nested tapes: the "
+            "inner tape records only `f` and is released after its one `gradient` call, the outer tape records only "
+            "what it must differentiate again, and each order of derivative has its own tape, where one persistent "
+            "tape keeps every intermediate of both passes until `del`. Did you nest two tapes, an inner one for "
+            "the first derivative inside an outer one for the second?", cause="one-tape-second-derivative")
 
 
 # ---------------------------------------------------------------- 4.4 Hessian
@@ -344,16 +322,17 @@ def hessian(f, x):
         f, grad = _VECTOR_FUNCTIONS[name]
         p = np.array(point, np.float64)
         shown = f"f={name}, x={fmt(p)}"
-        got = self.call(fn, f, np.array(point, np.float32), shown=shown).value
-        expected = _hessian(grad, p)
+        call = self.call(fn, f, np.array(point, np.float32), shown=shown)
+        got, expected = call.value, _hessian(grad, p)
         if got is None:
-            raise Incorrect(f"`hessian({shown})` returned `None`. " + SecondDerivative._none_cause(fn, facts, "the Hessian"))
+            raise none_feedback(f"`hessian({shown})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
         if mismatch(expected, got, "H"):
-            summed = allclose(expected.sum(axis=0), got) and (
+            summed = allclose(expected.sum(axis=0), got) and Why(
                 "That is the gradient of the sum of the gradient's components. Did you call `outer.gradient`? "
-                "Use `outer.jacobian(g, x)` to keep one row per component.")
-            gradient = allclose(grad(p), got) and "That is the gradient of `f`, not its Hessian."
-            raise _wrong_value(f"hessian({shown})", expected, got, summed, gradient)
+                "Use `outer.jacobian(g, x)` to keep one row per component.", "gradient-not-jacobian")
+            gradient = allclose(grad(p), got) and Why("That is the gradient of `f`, not its Hessian.", "first-derivative")
+            raise wrong_value(f"hessian({shown})", expected, got, summed, gradient)
+        _require_nested_tapes(facts, call.logs)
 
 
 ex4_1 = SeveralGradients()

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, png_bytes
 
 __all__ = ["CLIP_MODES", "ComparisonExplorer", "ComparisonModel", "ComparisonState", "clip"]
@@ -78,7 +79,7 @@ class ComparisonModel:
             raise ValueError(f"unknown clipping mode {mode!r}; choose from: {', '.join(CLIP_MODES)}")
         if threshold <= 0:
             raise ValueError(f"the clipping threshold must be positive, not {threshold}")
-        key = (mode, 0.0 if mode == "none" else float(threshold))
+        key = _key(mode, threshold)
         if key not in self._cache:
             self._cache[key] = self._custom(*key)
         losses, before, after = self._cache[key]
@@ -107,6 +108,15 @@ class ComparisonModel:
         """How many clipping settings have been computed so far."""
         return len(self._cache)
 
+    def has(self, mode: str, threshold: float) -> bool:
+        """Whether this setting's loop has run already, so that `state` only reads the cache."""
+        return _key(mode, threshold) in self._cache
+
+
+def _key(mode: str, threshold: float) -> tuple[str, float]:
+    """The cache key of a setting: without clipping the threshold does not matter."""
+    return mode, 0.0 if mode == "none" else float(threshold)
+
 
 def _flat(grads: Sequence[tf.Tensor]) -> np.ndarray:
     return _frozen(np.concatenate([np.ravel(g.numpy()) for g in grads]))
@@ -127,7 +137,11 @@ def _readout(state: ComparisonState) -> str:
 
 
 class ComparisonExplorer:
-    """Dropdown of clipping modes, threshold slider, readout, and a two-panel plot; shows itself in a cell."""
+    """Dropdown of clipping modes, threshold slider, readout, and a two-panel plot; shows itself in a cell.
+
+    A setting not seen yet trains the custom loop again (long: the busy cue shows); one seen before
+    is read from the model's cache and only redrawn.
+    """
 
     def __init__(self, mode: str = "none", threshold: float = 5.0, model: ComparisonModel | None = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
@@ -138,9 +152,11 @@ class ComparisonExplorer:
         self.model.state(mode, threshold)  # validates mode and warms the cache
         self.dropdown = widgets.Dropdown(options=list(CLIP_MODES), value=mode, description="clipping")
         self.slider = widgets.SelectionSlider(options=list(THRESHOLDS), value=threshold, description="threshold")
+        self.busy = BusyCue([self.dropdown, self.slider])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider]), self.readout, self.image])
+        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider, self.busy.label]),
+                                    self.readout, self.image])
 
         self.figure = agg_figure(figsize=(8.0, 3.0), dpi=72)
         self.figure.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.88, wspace=0.3)
@@ -162,14 +178,22 @@ class ComparisonExplorer:
         self._grad_axes.set_title("first step's gradient")
         self._grad_axes.legend(loc="lower right")
 
-        self.dropdown.observe(lambda _change: self.update(), names="value")
-        self.slider.observe(lambda _change: self.update(), names="value")
+        self.dropdown.observe(lambda _change: self._changed(), names="value")
+        self.slider.observe(lambda _change: self._changed(), names="value")
         self.update()
+
+    def _changed(self) -> None:
+        """A control moved: redraw, under the busy cue if the new setting has to train first."""
+        mode, threshold = self.dropdown.value, self.slider.value
+        setting = "no clipping" if mode == "none" else f"{mode}={threshold:g}"
+        with self.busy.working(f"training the custom loop with {setting}",
+                               long=not self.model.has(mode, threshold)):
+            self.update()
 
     def update(self) -> ComparisonState:
         """Redraw from the controls' current values: the one path every control change takes."""
         state = self.model.state(self.dropdown.value, self.slider.value)
-        self.slider.disabled = state.mode == "none"
+        self.busy.set_disabled(self.slider, state.mode == "none")
         self._custom_line.set_ydata(state.custom_losses)
         low = min(state.fit_losses.min(), state.custom_losses.min())
         high = max(state.fit_losses.max(), state.custom_losses.max())

@@ -15,10 +15,11 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.diagnose import Report, diagnose
+from tapelab.widgets.controls import BusyCue
 
 __all__ = ["NoneMap", "NoneMapModel", "Row"]
 
-COLOURS = {"ok": "#2f855a", "zero": "#d69e2e", "None": "#c53030"}
+COLOURS = {"ok": "#2f855a", "zero": "#d69e2e", "None": "#c53030", "non_finite": "#6b46c1", "untracked": "#c05621"}
 _X = tf.constant([[1.0, 2.0], [-1.0, 0.5], [0.5, -1.5]])
 _Y = tf.constant([[1.0], [0.0], [2.0]])
 
@@ -146,6 +147,10 @@ class NoneMapModel:
             self._reports[bug] = diagnose(loss_fn, variables, model=model)
         return self._reports[bug]
 
+    def diagnosed(self, bug: str) -> bool:
+        """Whether `bug`'s report is cached, so that showing it runs no TensorFlow."""
+        return bug in self._reports
+
     def rows(self, bug: str) -> list[Row]:
         return [Row(e.name, e.status, COLOURS[e.status], e.cause or "", e.explanation or "gradient flows")
                 for e in self.report(bug).entries]
@@ -173,7 +178,10 @@ def render_html(bug: str, description: str, rows: list[Row]) -> str:
 
 
 class NoneMap:
-    """Dropdown of bugs above the map; shows itself in a notebook cell."""
+    """Dropdown of bugs above the map; shows itself in a notebook cell.
+
+    A bug shown for the first time builds its network and runs the diagnosis, under the busy cue.
+    """
 
     def __init__(self, bug: str | None = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
@@ -183,10 +191,15 @@ class NoneMap:
         self.model.description(bug)  # validates the name
         self.dropdown = widgets.Dropdown(options=self.model.bugs, value=bug, description="bug",
                                          layout=widgets.Layout(width="420px"))
+        self.busy = BusyCue([self.dropdown])
         self.view = widgets.HTML()
-        self.widget = widgets.VBox([self.dropdown, self.view])
-        self.dropdown.observe(lambda _change: self.update(), names="value")
+        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.busy.label]), self.view])
+        self.dropdown.observe(lambda change: self._changed(change["new"]), names="value")
         self.update()
+
+    def _changed(self, bug: str) -> None:
+        with self.busy.working(f"diagnosing {bug!r}", long=not self.model.diagnosed(bug)):
+            self.update()
 
     def update(self) -> list[Row]:
         """Redraw from the dropdown's value: the one path a control change takes."""

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, png_bytes
 
 __all__ = ["SaliencyExplorer", "SaliencyModel", "SaliencyState", "Background"]
@@ -136,7 +137,11 @@ def _readout(state: SaliencyState) -> str:
 
 
 class SaliencyExplorer:
-    """Function menu, sliders for x1 and x2, a 'watch the input' box, readout and plot."""
+    """Function menu, sliders for x1 and x2, a 'watch the input' box, readout and plot.
+
+    A new function redraws the whole background (heat map, contours, arrow field; computed on
+    first use), so the menu shows the busy cue; the sliders and the box only move the point.
+    """
 
     def __init__(self, function: str | None = None, x1: float = 1.0, x2: float = 0.5, watch: bool = True) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
@@ -155,9 +160,10 @@ class SaliencyExplorer:
         self.x2 = widgets.FloatSlider(value=x2, description="x2", **slider)
         self.watch = widgets.Checkbox(value=watch, description="watch the input (tape.watch(x))", indent=False,
                                       layout=widgets.Layout(width="auto"))
+        self.busy = BusyCue([self.dropdown, self.x1, self.x2, self.watch])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.watch]),
+        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.watch, self.busy.label]),
                                     widgets.HBox([self.x1, self.x2]), self.readout, self.image])
 
         self.figure = agg_figure(figsize=(5.2, 4.6), dpi=90)
@@ -179,9 +185,14 @@ class SaliencyExplorer:
         (self._point,) = ax.plot([], [], "o", color="#d62728", markeredgecolor="white", zorder=5)
         self._drawn: str | None = None
 
-        for control in (self.dropdown, self.x1, self.x2, self.watch):
+        self.dropdown.observe(lambda change: self._function_changed(change["new"]), names="value")
+        for control in (self.x1, self.x2, self.watch):
             control.observe(lambda _change: self.update(), names="value")
         self.update()
+
+    def _function_changed(self, name: str) -> None:
+        with self.busy.working(f"drawing the gradient field of {name}"):
+            self.update()
 
     def _draw_background(self, name: str) -> None:
         """Swap in `name`'s heat map, contours and arrow field (only when the function changes)."""

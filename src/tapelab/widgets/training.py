@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, png_bytes
 
 __all__ = ["TrainingExplorer", "TrainingModel", "TrainingState", "LEARNING_RATES"]
@@ -149,7 +150,10 @@ def readout(state: TrainingState) -> str:
 
 
 class TrainingExplorer:
-    """Step buttons, a learning-rate menu, a reset button, a readout, the loss curve and gradient bars."""
+    """Step buttons, a learning-rate menu, a reset button, a readout, the loss curve and gradient bars.
+
+    Every control runs TensorFlow before it redraws, so each action shows the busy cue.
+    """
 
     def __init__(self, learning_rate: float = 0.1, rates: Sequence[tuple[str, float]] = LEARNING_RATES,
                  steps: Sequence[int] = (1, 10, 25)) -> None:
@@ -163,9 +167,11 @@ class TrainingExplorer:
         self.rate = widgets.Dropdown(options=rates, value=learning_rate, description="rate")
         self.step_buttons = [widgets.Button(description=f"Step ×{n}" if n > 1 else "Step") for n in steps]
         self.reset_button = widgets.Button(description="Reset", button_style="warning")
+        self.busy = BusyCue([self.rate, *self.step_buttons, self.reset_button])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.rate, *self.step_buttons, self.reset_button]),
+        self.widget = widgets.VBox([widgets.HBox([self.rate, *self.step_buttons, self.reset_button,
+                                                  self.busy.label]),
                                     self.readout, self.image])
 
         self.figure = agg_figure(figsize=(7.6, 3.0), dpi=90)
@@ -199,17 +205,20 @@ class TrainingExplorer:
 
     def step(self, n: int = 1) -> TrainingState:
         """Train `n` more steps, then redraw."""
-        self.model.step(n)
-        return self.update()
+        with self.busy.working(f"training {n} step{'s' if n > 1 else ''}"):
+            self.model.step(n)
+            return self.update()
 
     def reset(self) -> TrainingState:
         """Back to step 0 with zero variables, keeping the chosen rate."""
-        self.model.reset()
-        return self.update()
+        with self.busy.working("resetting"):
+            self.model.reset()
+            return self.update()
 
     def _set_rate(self, rate: float) -> None:
-        self.model.set_learning_rate(rate)
-        self.update()
+        with self.busy.working(f"switching to rate {rate:g}"):
+            self.model.set_learning_rate(rate)
+            self.update()
 
     def update(self) -> TrainingState:
         """Redraw from the model's state: the one path every control change takes."""

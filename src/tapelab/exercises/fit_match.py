@@ -1,0 +1,213 @@
+"""Checking a custom `train_step` against plain `fit` (exercises 6.1 and 6.2): the same data, weights and
+compile settings through both, then the history and the weights compared, and a wrong one told apart
+from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import keras
+import numpy as np
+
+from tapelab.alternatives import Alternative, because
+from tapelab.compare import agrees, all_close, allclose, fmt, fmt_pair
+from tapelab.exercise import Exercise
+from tapelab.feedback import Incorrect
+from tapelab.quiet import Quiet
+
+__all__ = ["FitCase", "FitMatch", "worked_example"]
+
+
+def worked_example() -> tuple[np.ndarray, np.ndarray]:
+    """The notebook's deterministic problem: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
+    x = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+    return x, 2 * x + 1
+
+
+@dataclass(frozen=True)
+class FitCase:
+    """Data and compile settings for one history comparison."""
+
+    rows: int = 4
+    features: int = 1
+    batch_size: int = 4
+    loss: str = "mse"
+    metrics: tuple[str, ...] = ()
+    seed: int = 0  # 0: the worked example
+
+    def data(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.seed == 0:
+            return worked_example()
+        rng = np.random.default_rng(self.seed)
+        x = rng.normal(size=(self.rows, self.features)).astype(np.float32)
+        w = rng.normal(size=(self.features, 1))
+        return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
+
+    def loss_object(self) -> keras.losses.Loss:
+        return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber(),
+                "summed mse": keras.losses.MeanSquaredError(reduction="sum")}[self.loss]
+
+    def shown(self) -> str:
+        return f"n_features={self.features}"
+
+    def describe(self) -> str:
+        extra = f", metrics={list(self.metrics)}" if self.metrics else ""
+        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
+                f"loss={self.loss!r}{extra}")
+
+
+def _baseline(weights: list[np.ndarray], case: FitCase):
+    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay."""
+    inputs = keras.Input((case.features,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model.set_weights(weights)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
+                  metrics=list(case.metrics) or None, jit_compile=False)
+    starts: list[list[np.ndarray]] = []
+    recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
+    x, y = case.data()
+    history = model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False,
+                        callbacks=[recorder]).history
+    return history, model.get_weights(), _replay(starts, case)
+
+
+def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
+    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, and the
+    mean of every batch loss so far (a loss metric that `fit` never resets)."""
+    x, y = case.data()
+    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
+    loss = case.loss_object()
+    mean_pred, last_loss, running, seen = [], [], [], []
+    for epoch in range(3):
+        preds = [x[part] @ kernel + bias for part, (kernel, bias) in
+                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
+        mean_pred.append(float(np.mean(np.concatenate(preds))))
+        seen += [float(loss(y[part], pred)) for part, pred in zip(batches, preds)]
+        last_loss.append(seen[-1])
+        running.append(float(np.mean(seen)))
+    return {"mean prediction": mean_pred, "last batch loss": last_loss, "running mean": running}
+
+
+class FitMatch(Exercise):
+    """Build the student's model, fit it for 3 epochs, compare history and weights with plain `fit`."""
+
+    compile_loss = True  # 6.2 compiles with an optimizer only
+
+    def check_case(self, fn, case, facts):
+        case = case if isinstance(case, FitCase) else FitCase(*case)
+        model = self.call(fn, case.features, shown=case.shown()).value
+        name = f"{self.answer}({case.shown()})"
+        if not isinstance(model, keras.Model):
+            raise Incorrect(f"`{name}` returned a `{type(model).__name__}`, but should return a `keras.Model`. "
+                            "Did you forget `return`, or return the class instead of an instance?",
+                            cause="no-return" if model is None else None)
+        if type(model).train_step is keras.Model.train_step:
+            raise Incorrect(f"`{name}` returned a model whose class does not override `train_step`. "
+                            "Did you define `def train_step(self, data):` inside your `keras.Model` subclass?",
+                            cause="no-train-step")
+        shapes = [tuple(w.shape) for w in model.get_weights()]
+        if shapes != [(case.features, 1), (1,)]:
+            raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have one `Dense(1)` layer: "
+                            f"[{(case.features, 1)}, (1,)]. Did you build it on `keras.Input(({case.features},))`?")
+        initial = model.get_weights()
+        with Quiet():
+            expected, expected_weights, replay = _baseline(initial, case)
+        compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
+        model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
+                      **compiled)
+        x, y = case.data()
+        trained = self.run(
+            lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
+            f"Training your model with `fit` ({case.describe()})")
+        history, logs = trained.value, trained.logs
+        self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
+
+    def _compare(self, case, facts, history, logs, model, initial, expected, expected_weights, replay):
+        where = f" (on {case.describe()})"
+        if "loss" in expected and "loss" not in history:
+            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
+                            "Did you name your loss metric `\"loss\"`? `fit` reports each metric under its name: "
+                            "create it as `keras.metrics.Mean(name=\"loss\")`.", cause="loss-metric-name")
+        if sorted(history) != sorted(expected):
+            raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}"
+                            f"{where}. Did you update every metric in `self.metrics` and return "
+                            "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
+        got_weights = model.get_weights()
+        names = ["kernel", "bias"]
+        for wname, start, want, got in zip(names, initial, expected_weights, got_weights):
+            if allclose(start, got) and not allclose(start, want):
+                raise Incorrect(f"The `{wname}` never changed during training{where}, but `fit` moves it to "
+                                f"{fmt(want)}. Did you compute and apply gradients for every variable in "
+                                "`self.trainable_variables`?", cause="no-update")
+        if all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
+            self._compare_reported(case, facts, history, logs, expected, replay, where)
+            return
+        losses, want_losses = history["loss"], expected["loss"]
+        ratio = losses[0] / want_losses[0] if want_losses[0] else 0.0
+        if abs(ratio - case.batch_size) < 1e-3 * case.batch_size and case.batch_size > 1:
+            first, fits = fmt_pair(losses[0], want_losses[0])
+            raise Incorrect(f"Your first epoch's loss is {first}, {case.batch_size} times `fit`'s "
+                            f"{fits}{where}. Did you sum the squared errors over the batch "
+                            "instead of taking their mean?", cause="sum-not-mean")
+        (got_kernel, want_kernel), (got_bias, want_bias) = (fmt_pair(g, w, 1e-4, 1e-4) for g, w in
+                                                            zip(got_weights, expected_weights))
+        ends = (f"Your weights end at {got_kernel} and {got_bias}, but `fit` ends at {want_kernel} and "
+                f"{want_bias}{where}.")
+        def weights_with(loss: str):
+            def fitted() -> list[np.ndarray]:
+                with Quiet():
+                    return _baseline(initial, replace(case, loss=loss))[1]
+            return fitted
+
+        summed = Alternative("summed over the batch", weights_with("summed mse"), "sum-not-mean",
+                             "Those are the weights of a step whose loss is summed over the batch: the tape "
+                             "differentiates the sum of a per-example loss. Did you average over the batch, "
+                             "`tf.reduce_mean(...)`, before taking the gradient?")
+        alternatives = [summed] + ([Alternative("mean squared error", weights_with("mse"),
+                                    "hardcoded-loss",
+                                    "Those are the weights of a step that minimises the mean squared error, not "
+                                    f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "
+                                    "`self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
+                                    "given to `compile`.")] if self.compile_loss else [])
+        says, code = because(expected_weights, got_weights, alternatives,
+                             "Is your step computing the gradient of the mean loss over the batch, and applying "
+                             "`self.optimizer.apply(grads, self.trainable_variables)` once?", 1e-4, 1e-4)
+        raise Incorrect(f"{ends} {says}", cause=code)
+
+    def _compare_reported(self, case, facts, history, logs, expected, replay, where):
+        """The weights are right; are the numbers the step reports right too?"""
+        for key in sorted(expected):
+            got, want = history[key], expected[key]
+            if agrees(want, got, 1e-4, 1e-4):
+                continue
+            got_text, want_text = fmt_pair(got, want, 1e-4, 1e-4)
+            shown = f"`history['{key}']` is {got_text}, but `fit` gives {want_text}{where}."
+            trains = " Your model trains correctly (its weights match `fit`'s), so the bug is in what it reports."
+            if not np.any(np.asarray(got)) and facts.found and facts.calls_to("update_state"):
+                raise Incorrect(shown + trains + " Your code updates a metric, but `fit` reports only the "
+                                "metrics the model tracks. Is your tracker an attribute of the model "
+                                "(`self.loss_tracker`, created in `__init__`) and listed in its `metrics` property?",
+                                cause="metric-not-tracked")
+            if not np.any(np.asarray(got)):
+                raise Incorrect(shown + trains + " Did you forget to update the metrics? Call "
+                                "`update_state` on each metric before returning their results.",
+                                cause="metric-not-updated")
+            if key == "loss" and (any("compiled_loss" in line for line in logs) or facts.calls_to("compiled_loss")):
+                raise Incorrect(shown + trains + " That is the Keras 2 `self.compiled_loss` idiom: in Keras 3 it "
+                                "reports the wrong number. Use `self.compute_loss(x=x, y=y, y_pred=y_pred)` (or your "
+                                "own loss) and update the loss metric with it.", cause="keras2-compiled-loss")
+            alternatives = () if key != "loss" else (
+                Alternative("mean prediction", replay["mean prediction"], "predictions-tracked",
+                            "These are the mean predictions. Did you pass `y_pred` to the loss tracker's "
+                            "`update_state` instead of the loss?"),
+                Alternative("last batch loss", replay["last batch loss"], "batch-loss-reported",
+                            "These are the losses of each epoch's last batch. Did you return the batch's `loss` "
+                            "instead of the metric's `result()`, the mean over the epoch?"),
+                Alternative("running mean", replay["running mean"], "metric-not-reset",
+                            "Each epoch's value is the mean over this and every earlier epoch: the loss metric "
+                            "was never reset. `fit` resets the metrics listed in the model's `metrics` "
+                            "property at the start of each epoch. Did you list your tracker there, under "
+                            "`@property`?"),
+            )
+            says, code = because(want, got, alternatives, "Did you update each metric with the right values "
+                                 "(the loss metric with the loss, the others with `y` and `y_pred`)?", 1e-4, 1e-4)
+            raise Incorrect(f"{shown}{trains} {says}", cause=code)

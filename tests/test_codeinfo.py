@@ -1,0 +1,69 @@
+"""Code facts and None explanations drawn from the student's own gradient call."""
+from answers import define
+from tapelab.codeinfo import CodeFacts
+from tapelab.mistakes import error_cause, explain_none
+
+
+def _facts(code: str) -> CodeFacts:
+    return CodeFacts.of(define(code, "codeinfo", {})["f"])
+
+
+NESTED = (
+    "def f(x):\n"
+    "    x = tf.constant(x)\n"
+    "    with tf.GradientTape() as outer:\n"
+    "        with tf.GradientTape() as inner:\n"
+    "            inner.watch(x)\n"
+    "            y = x ** 3\n"
+    "        dy_dx = inner.gradient(y, x)\n"
+    "    return outer.gradient(dy_dx, x)\n"
+)
+
+
+def test_facts_record_tapes_watches_and_calls():
+    """Do the facts see both tapes, their nesting, the watch call and which gradient call is returned?"""
+    facts = _facts(NESTED)
+    assert [t.name for t in facts.tape_blocks] == ["outer", "inner"] and facts.tape("inner").parent == "outer"
+    assert facts.tape("inner").watch_line("x") is not None and facts.tape("outer").watch_line("x") is None
+    call = facts.returned_call()
+    assert (call.tape, call.target, call.sources) == ("outer", "dy_dx", ("x",))
+
+
+def test_unwatched_source_is_named_even_when_another_tape_watches_it():
+    """Is a constant watched only by the inner tape reported as unwatched by the outer one, by name?"""
+    facts = _facts(NESTED)
+    why = explain_none(facts, facts.returned_call())
+    assert why.cause == "not-watched" and "`outer.watch(x)`" in why.text
+
+
+def test_nothing_is_asserted_without_a_cause():
+    """Does a None with no established cause come back with no code and no text?"""
+    facts = _facts("def f(x, g):\n    with tf.GradientTape() as tape:\n        y = g(x)\n    return tape.gradient(y, x)\n")
+    why = explain_none(facts, facts.returned_call())
+    assert why.cause is None and why.text == ""
+
+
+def test_swapped_arguments_use_the_students_names():
+    """Is `tape.gradient(a, b)` with b computed from a reported as swapped, naming `a` and `b`?"""
+    facts = _facts("def f(a):\n    with tf.GradientTape() as tape:\n        tape.watch(a)\n        b = a * a\n"
+                   "    return tape.gradient(a, b)\n")
+    why = explain_none(facts, facts.returned_call(), {"a": "constant"})
+    assert why.cause == "swapped-arguments" and "`tape.gradient(b, a)`" in why.text
+
+
+def test_numpy_source_is_not_called_numpy_in_the_block():
+    """Is a NumPy array as the *source* explained as such, not as NumPy on the path inside the tape?"""
+    facts = _facts("def f(x):\n    a = np.array(x)\n    with tf.GradientTape() as tape:\n        y = tf.constant(2.0)\n"
+                   "    return tape.gradient(y, a)\n")
+    why = error_cause(AttributeError("'numpy.ndarray' object has no attribute '_id'"), facts)
+    assert why.cause == "numpy-source"
+
+
+def test_second_use_of_a_nested_inner_tape_points_to_the_outer_tape():
+    """Does a second call on a nested inner tape suggest the outer tape rather than persistent=True?"""
+    facts = _facts("def f(x):\n    with tf.GradientTape() as outer:\n        with tf.GradientTape() as inner:\n"
+                   "            y = x ** 3\n        g = inner.gradient(y, x)\n        h = inner.gradient(g, x)\n"
+                   "    return h\n")
+    why = error_cause(RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients"),
+                      facts)
+    assert why.cause == "wrong-tape" and "outer.gradient(g, x)" in why.text
