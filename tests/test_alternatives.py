@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from tapelab.alternatives import Alternative, constant_factor, diagnose, ratio_of, swapped, transposed, \
-    with_extra_axis, wrong_value
+from tapelab.alternatives import Alternative, constant_factor, diagnose, ratio_of, swapped, swapped_item, \
+    transposed, with_extra_axis, wrong_value
 
 _MEAN = Alternative("batch mean", [0.5, 1.0], "sum-not-mean", "Did you average over the batch?")
 _SWAP = swapped([1.0, 2.0])
@@ -82,3 +82,14 @@ def test_shape_alternatives_name_transposes_and_extra_axes():
     column = matrix[..., None]
     assert diagnose(matrix, column, [with_extra_axis(matrix, column)]).cause == "extra-axis"
     assert diagnose(matrix, matrix.T, [with_extra_axis(matrix, matrix.T)]) is None
+
+
+def test_an_item_is_called_swapped_only_when_the_whole_list_is_reversed():
+    """Checking item by item, is a swap named when all items are reversed, but not when one wrong item merely
+    equals another item's right value?"""
+    right = [1.0, 2.0]
+    reversed_pair = [2.0, 1.0]
+    assert wrong_value("a", right[0], reversed_pair[0], [swapped_item(right, reversed_pair, 0)]).cause == \
+        "swapped-results"
+    one_wrong = [2.0, 2.0]
+    assert wrong_value("a", right[0], one_wrong[0], [swapped_item(right, one_wrong, 0)]).cause is None

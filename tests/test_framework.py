@@ -6,7 +6,7 @@ from answers import define
 from tapelab.codeinfo import CodeFacts
 from tapelab.compare import allclose, fmt, mismatch
 from tapelab.feedback import Message
-from tapelab.mistakes import factor_cause, none_cause
+from tapelab.mistakes import explain_none
 from tapelab.oracle import numeric_gradient, relative_error
 
 
@@ -63,15 +63,33 @@ def test_code_facts_see_the_with_block():
     assert not CodeFacts.of(len).found
 
 
-def test_none_cause_prefers_the_specific_mistake():
-    """Does the None explanation name a missing watch before a generic "no path"?"""
-    unwatched = CodeFacts.of(define(
-        "def f(x):\n    with tf.GradientTape() as tape:\n        y = x * x\n    return tape.gradient(y, x)\n",
-        "unwatched", {})["f"])
-    assert "tape.watch(x)" in none_cause(unwatched, "y", "x", source_is_constant=True)
-    assert "no path" in none_cause(unwatched, "y", "x", source_is_constant=False)
-    assert "times the right ones" in factor_cause([1.0, 2.0], [2.0, 4.0])
-    assert factor_cause([1.0, 2.0], [1.0, 3.0]) is None
+def _facts(code: str) -> CodeFacts:
+    return CodeFacts.of(define(code, "facts", {})["f"])
+
+
+_UNWATCHED = "def f(x):\n    with tf.GradientTape() as tape:\n        y = x * x\n    return tape.gradient(y, x)\n"
+
+
+def test_none_explanation_names_the_specific_mistake():
+    """Given that `x` is a constant, does the None explanation name the missing watch, not a generic "no path"?"""
+    facts = _facts(_UNWATCHED)
+    why = explain_none(facts, facts.returned_call(), {"x": "constant"})
+    assert why.cause == "not-watched" and "tape.watch(x)" in why.text and "no path" not in why.text
+
+
+def test_none_explanation_asserts_nothing_it_has_not_established():
+    """When the code does not tell what `x` is, is the explanation empty with no cause (never "no path")?"""
+    facts = _facts(_UNWATCHED)
+    why = explain_none(facts, facts.returned_call(), {})
+    assert (why.text, why.cause) == ("", None)
+
+
+def test_none_explanation_names_no_path_only_when_there_is_none():
+    """Is "no path" said for a target that never reads the source, and for nothing else?"""
+    facts = _facts("def f(x):\n    u = tf.Variable(1.0)\n    with tf.GradientTape() as tape:\n"
+                   "        tape.watch(x)\n        y = u * u\n    return tape.gradient(y, x)\n")
+    why = explain_none(facts, facts.returned_call(), {"x": "constant"})
+    assert why.cause == "not-connected" and "no path" in why.text
 
 
 def test_messages_have_plain_text_and_html():

@@ -18,7 +18,7 @@ In a checker::
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,8 @@ from tapelab.causes import cause as _catalogued
 from tapelab.compare import ATOL, RTOL, agrees, mismatch, to_numpy
 from tapelab.feedback import Incorrect
 
-__all__ = ["Alternative", "diagnose", "because", "wrong_value", "ratio_of", "constant_factor", "swapped", "transposed",
-           "with_extra_axis"]
+__all__ = ["Alternative", "diagnose", "because", "wrong_value", "ratio_of", "constant_factor", "swapped", "swapped_item",
+           "transposed", "with_extra_axis"]
 
 
 @dataclass(frozen=True)
@@ -138,10 +138,22 @@ def constant_factor(expected: Any, actual: Any, rtol: float = RTOL, atol: float 
                        "factor (a mean, a 2, a minus sign)?")
 
 
+_SWAPPED = "Those are the right values in the wrong order. Did you swap them?"
+
+
 def swapped(expected: Any, cause: str = "swapped-results", says: str = "") -> Alternative:
     """The right items of a pair or list in reverse order."""
-    return Alternative("the items in reverse order", lambda: list(expected)[::-1], cause,
-                       says or "Those are the right values in the wrong order. Did you swap them?")
+    return Alternative("the items in reverse order", lambda: list(expected)[::-1], cause, says or _SWAPPED)
+
+
+def swapped_item(expected: Sequence, actual: Sequence, item: int, cause: str = "swapped-results",
+                 says: str = "") -> Alternative:
+    """Item `item` of the right items in reverse order, for a checker that compares a list item by item:
+    it applies only when all of the student's items are the right ones reversed, so one wrong item that
+    happens to equal another item's right value is not called a swap."""
+    reverse = list(expected)[::-1]
+    return Alternative("the items in reverse order", lambda: reverse[item] if agrees(reverse, list(actual)) else None,
+                       cause, says or _SWAPPED)
 
 
 def transposed(expected: Any, cause: str = "transposed", says: str = "") -> Alternative:

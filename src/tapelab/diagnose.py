@@ -29,9 +29,10 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 import tensorflow as tf
 
-from tapelab.diagnosis.paths import Break, ancestry, find_break, non_finite_origin, reads
+from tapelab.diagnosis.exits import leaving_call
+from tapelab.diagnosis.paths import Break, ancestry, dead_relu, find_break, host_data_in, non_finite_origin, reads
 from tapelab.diagnosis.record import Recorder, tensor_id
-from tapelab.diagnosis.source import bindings, blocking_call, free_values, numpy_call_after, sliced_arguments
+from tapelab.diagnosis.source import bindings, blocking_call, free_values, sliced_arguments
 from tapelab.diagnosis.state import Saved, stateful
 from tapelab.diagnosis.verdicts import CAUSES, Entry, for_break, for_non_finite
 from tapelab.quiet import Quiet
@@ -66,7 +67,8 @@ class Report:
 
     def __str__(self) -> str:
         lines = [f"{e.name}: {e.status}" + (f" (gradient norm {e.norm:.3g})" if e.norm is not None else "")
-                 + (f" ({e.cause}). {e.explanation}" if e.explanation else "") for e in self.entries]
+                 + (f" ({e.cause})" if e.cause else "") + (f". {e.explanation}" if e.explanation else "")
+                 for e in self.entries]
         verdict = "Every gradient is fine." if self.ok else f"{len(self.problems)} of {len(self.entries)} gradients need attention."
         return "\n".join([verdict] + lines)
 
@@ -118,7 +120,7 @@ class _Run:
         self.handed = tape if isinstance(tape, tf.GradientTape) else None
         self.tape = self.handed or tf.GradientTape(persistent=True)
         self.takes_tape = tape is not False
-        self.record = Recorder(self.tape if self.takes_tape else None)
+        self.record = Recorder(self.tape)
 
     def report(self, variables) -> Report:
         named = self._named(variables)
@@ -129,6 +131,8 @@ class _Run:
         finally:
             restored = saved.restore(self.record)
         self.spent = False
+        parts = tf.nest.flatten(loss)
+        self.loss, self.loss_is_tensor = loss, bool(parts) and all(tf.is_tensor(p) or hasattr(p, "assign") for p in parts)
         with Quiet():
             grads, missing = self._gradients(loss, [v for _, v in named])
         self.loss_id = tensor_id(loss)
@@ -158,6 +162,8 @@ class _Run:
         """Every gradient in one call; per source only after a LookupError, on a tape that allows it.
         Returns the gradients and, per source, the op whose missing gradient stopped it (or None)."""
         nothing = [None] * len(sources)
+        if not self.loss_is_tensor:
+            return nothing, nothing
         try:
             return list(self.tape.gradient(loss, sources)), nothing
         except LookupError as error:
@@ -206,14 +212,26 @@ class _Run:
                     self._origin = (non_finite_origin(self.record, self.loss_id),)
                 return for_non_finite(name, self._origin[0], norm)
             if values.dtype.kind == "f" and not flat.any():
-                return Entry(name, "zero", "zero_gradient",
-                             f"`{name}` has a gradient, but every entry is 0. Is a relu dead (all its inputs "
-                             "negative), is a sigmoid saturated, or is the loss multiplied by zero? Try other "
-                             "initial values, a smaller learning rate or `leaky_relu`.", "zero-gradient", norm=0.0)
+                return self._zero(name)
             return Entry(name, "ok", norm=norm)
         return self._none(name, var, sliced, missing)
 
+    def _zero(self, name: str) -> Entry:
+        dead = dead_relu(self.record, self.loss_id)
+        if dead is not None:
+            return Entry(name, "zero", "zero_gradient",
+                         f"`{name}` has a gradient, but every entry is 0, and `{dead.kind}` at {dead.where} outputs 0 "
+                         "for every input of this batch (a dead relu), so nothing flows back through it. Try other "
+                         "initial values, a smaller learning rate or `leaky_relu`.", "zero-gradient", dead.kind,
+                         dead.where, 0.0)
+        return Entry(name, "zero", "zero_gradient",
+                     f"`{name}` has a gradient, but every entry is 0. Is a unit saturated (a sigmoid near 0 or 1), "
+                     "is the loss multiplied by zero, or does the loss not change with it (a sign, a constant "
+                     "sum)? Try other initial values or a smaller learning rate.", "zero-gradient", norm=0.0)
+
     def _none(self, name: str, var: Any, sliced: tuple[str, str] | None, missing: str | None) -> Entry:
+        if not self.loss_is_tensor:
+            return self._not_a_tensor(name)
         if self.spent:
             return Entry(name, "None", "tape_used_twice",
                          "Your tape is not persistent and had already computed a set of gradients, so it could "
@@ -258,9 +276,9 @@ class _Run:
                          f"Your tape was opened with `watch_accessed_variables=False`, and `{name}` was never "
                          f"passed to `tape.watch`. Call `tape.watch({name})` inside the `with` block.", "not-watched")
         found = find_break(self.record, source_id, self.loss_id)
-        if found is not None and found.code == "not-connected" and found.where:
-            call = numpy_call_after(self.loss_fn, found.where.lineno)
-            found = Break("numpy-in-path", found.op, found.where, call) if call else found
+        if found is not None and found.code == "not-connected" and found.trail and host_data_in(self.record, self.loss_id):
+            left = leaving_call(self.loss_fn, found.trail)
+            found = Break("numpy-in-path", found.op, left.where, left.call, after=found.where) if left else found
         if found is not None:
             return for_break(name, found)
         if not reads(self.record, source_id):
@@ -268,6 +286,16 @@ class _Run:
         return Entry(name, "None", None,
                      f"The gradient of `{name}` is None although every recorded op from it to the loss has a "
                      "gradient: one of those gradient functions returns None for it.")
+
+    def _not_a_tensor(self, name: str) -> Entry:
+        loss = self.loss
+        if loss is None:
+            return Entry(name, "None", None, "`loss_fn` returned `None`, so there is no loss to differentiate. "
+                         "Does it end with `return loss`?", "none-target")
+        return Entry(name, "None", "numpy",
+                     f"`loss_fn` returned a `{type(loss).__name__}`, not a tensor: the loss left TensorFlow "
+                     "(`float()`, `.numpy()` or a NumPy function), and the tape differentiates tensors only. "
+                     "Return the tensor itself.", "numpy-in-path")
 
     def _unwatched_tensor(self, name: str, sliced: tuple[str, str] | None) -> Entry:
         if sliced:
@@ -303,7 +331,7 @@ class _Run:
         leaves = ancestry(self.record, self.loss_id) - self.made
         for free_name, value in self.free.items():
             if tensor_id(value) in leaves and not hasattr(value, "assign") and self.caller is not None:
-                for binding in bindings(self.caller, free_name):
+                for binding in bindings(self.caller, free_name, self.loss_fn):
                     if any(_owns(self.known.get(read), var) for read in binding.reads):
                         return Entry(name, "None", "loss_outside_tape",
                                      f"The loss uses `{free_name}`, computed from `{name}` before the tape started "

@@ -9,13 +9,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tapelab.alternatives import constant_factor
 from tapelab.codeinfo import CodeFacts, GradientCall, Tape
-from tapelab.compare import fmt, mismatch
 from tapelab.feedback import Incorrect
 
-__all__ = ["Explanation", "explain_none", "none_feedback", "none_cause", "error_cause", "short_error",
-           "factor_cause", "wrong_value"]
+__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause", "short_error"]
 
 
 @dataclass(frozen=True)
@@ -232,15 +229,6 @@ def none_feedback(observed: str, facts: CodeFacts, call: GradientCall | None,
     return Incorrect(f"{observed} {why.text}".strip(), cause=why.cause)
 
 
-def none_cause(facts: CodeFacts, target: str, source: str, source_is_constant: bool) -> str:
-    """Why `tape.gradient(target, source)` in the student's code gave None, as text ("" if not established)."""
-    call = next((c for c in facts.gradient_calls if c.target == target), None)
-    if call is not None and source in call.sources:
-        call = GradientCall(call.tape, call.method, call.target, (source,), call.line, call.result)
-    values = {source: "constant"} if source_is_constant else {}
-    return explain_none(facts, call, values).text
-
-
 # --------------------------------------------------------------------------- errors
 
 def short_error(error: BaseException, limit: int = 160) -> str:
@@ -340,6 +328,9 @@ _FIXED = (  # (needle in the error text, cause code, explanation)
      "A metric was never updated before `fit` asked for its result. Did you forget to update the metrics? "
      "Call `update_state` on each metric in `self.metrics` (the loss metric with the loss, the others with "
      "`y` and `y_pred`) before returning their results."),
+    ("CompileMetrics.update_state() missing", "metric-fed-loss",
+     "`self.metrics` also holds the compiled metrics, which compare `y` with `y_pred`. Did you update every "
+     "metric with the loss? Update the loss tracker with the loss and the others with `update_state(y, y_pred)`."),
     ("No loss to compute", "keras2-compiled-loss",
      "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
      "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
@@ -369,19 +360,3 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     if "None values not supported" in text and facts.found:
         return _positional_compute_loss(facts)
     return next((Explanation(why, code) for needle, code, why in _FIXED if needle in text), None)
-
-
-def factor_cause(expected, actual) -> str | None:
-    """If `actual` is really a constant multiple of `expected`, say so (see `tapelab.alternatives`)."""
-    found = constant_factor(expected, actual)
-    return found.says if found else None
-
-
-def wrong_value(name: str, expected, got, *causes: Explanation | None | bool) -> Incorrect:
-    """An Incorrect naming the difference, with the first established cause (else a constant factor, if any)."""
-    base = mismatch(expected, got, name) or f"`{name}` is {fmt(got)}, but should be {fmt(expected)}."
-    why = next((c for c in causes if c), None)
-    if why is None:
-        factor = factor_cause(expected, got)
-        why = Explanation(factor, "constant-factor") if factor else _NOTHING
-    return Incorrect(f"{base} {why.text}".strip(), cause=why.cause)

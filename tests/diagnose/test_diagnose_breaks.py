@@ -63,17 +63,67 @@ def test_dot_numpy_names_the_line_that_left_tensorflow(line_of):
     assert entry.where.lineno == line_of(loss_fn, "# leaves")
 
 
-def test_numpy_function_names_the_last_tensorflow_op(line_of):
-    """Is `np.mean` on a tensor (read through the buffer protocol) named after the last TensorFlow op?"""
+def test_numpy_function_names_its_call_and_the_last_tensorflow_op(line_of):
+    """Is `np.mean` on a tensor (read through the buffer protocol) named at its line, after the last TensorFlow op?"""
     w = tf.Variable(0.5)
 
     def loss_fn():
         squared = (w * X - Y) ** 2  # last op
-        return tf.constant(np.mean(squared))
+        return tf.constant(np.mean(squared))  # leaves
 
     entry = diagnose(loss_fn, [w])["w"]
-    assert entry.code == "numpy-in-path" and entry.op == "Pow"
-    assert entry.where.lineno == line_of(loss_fn, "# last op")
+    assert (entry.code, entry.op) == ("numpy-in-path", "Pow") and "`np.mean(squared)`" in entry.explanation
+    assert entry.where.lineno == line_of(loss_fn, "# leaves")
+    assert f"line {line_of(loss_fn, '# last op')}" in entry.explanation
+
+
+def _to_host(tensor):
+    return tensor.numpy()  # helper leaves
+
+
+def _forward(w):
+    return w * X  # helper op
+
+
+def test_dot_numpy_in_a_helper_the_loss_calls_is_named_in_the_helper(line_of):
+    """Is `.numpy()` inside a helper function the loss calls named at the helper's line?"""
+    w = tf.Variable(0.5)
+
+    def loss_fn():
+        pred = w * X
+        values = _to_host(pred)
+        return tf.reduce_mean((values - Y) ** 2)
+
+    entry = diagnose(loss_fn, [w])["w"]
+    assert (entry.code, entry.op) == ("numpy-in-path", "Mul") and "`tensor.numpy()`" in entry.explanation
+    assert entry.where.lineno == line_of(_to_host, "# helper leaves")
+
+
+def test_dot_numpy_on_a_value_a_helper_made_is_named_in_the_loss(line_of):
+    """When the last op ran inside a helper, is the loss's own `.numpy()` on its result named?"""
+    w = tf.Variable(0.5)
+
+    def loss_fn():
+        pred = _forward(w)
+        return tf.reduce_mean((pred.numpy() - Y) ** 2)  # leaves
+
+    entry = diagnose(loss_fn, [w])["w"]
+    assert (entry.code, entry.op) == ("numpy-in-path", "Mul")
+    assert entry.where.lineno == line_of(loss_fn, "# leaves")
+    assert f"line {line_of(_forward, '# helper op')}" in entry.explanation
+
+
+def test_a_printed_numpy_value_beside_an_unconnected_loss_is_not_blamed():
+    """Is `print(h.numpy())` not named when the loss simply does not use `h`?"""
+    w = tf.Variable(0.5)
+
+    def loss_fn():
+        h = w * X
+        print(h.numpy())
+        return tf.reduce_sum(Y * 2.0)
+
+    entry = diagnose(loss_fn, [w])["w"]
+    assert (entry.code, entry.cause) == ("not-connected", "not_connected")
 
 
 def test_assignment_names_the_assign_op(line_of):
@@ -130,6 +180,19 @@ def test_tensor_computed_before_the_tape_is_named_with_its_line(line_of):
     entry = _before_the_tape()
     assert (entry.cause, entry.code) == ("loss_outside_tape", "outside-tape")
     assert "`pred`" in entry.explanation and f"line {line_of(_before_the_tape, '# before')}" in entry.explanation
+
+
+def _closure_loss(w):
+    pred = w * X  # in the closure
+    return lambda: tf.reduce_mean((pred - Y) ** 2)
+
+
+def test_tensor_in_the_loss_closure_computed_before_the_tape_is_named(line_of):
+    """Is a closure tensor of the loss, computed from the variable in the enclosing function, named?"""
+    w = tf.Variable(0.5)
+    entry = diagnose(_closure_loss(w), [w])["w"]
+    assert (entry.code, "`pred`" in entry.explanation) == ("outside-tape", True)
+    assert f"line {line_of(_closure_loss, '# in the closure')}" in entry.explanation
 
 
 def test_unread_variable_beside_free_data_is_not_connected():

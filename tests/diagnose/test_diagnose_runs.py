@@ -105,3 +105,12 @@ def test_a_loss_function_with_a_parameter_needs_the_tape_argument():
     """Is a loss function that takes an argument refused without `tape=`, instead of guessed?"""
     with pytest.raises(ValueError, match="tape=True"):
         diagnose(lambda tape: tf.constant(1.0), [tf.Variable(1.0)])
+
+
+@pytest.mark.parametrize("returned, code", [(lambda t: float(t), "numpy-in-path"), (lambda t: t.numpy().sum(), "numpy-in-path"),
+                                             (lambda t: None, "none-target")])
+def test_a_loss_that_is_not_a_tensor_is_named(returned, code):
+    """Is a loss function returning a Python number, a NumPy value or None named for that, not as unconnected?"""
+    w = tf.Variable(0.5)
+    entry = diagnose(lambda: returned(tf.reduce_sum(w * X)), [w])["w"]
+    assert (entry.status, entry.code) == ("None", code) and "returned" in entry.explanation

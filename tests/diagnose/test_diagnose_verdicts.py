@@ -65,6 +65,27 @@ def test_nan_in_the_data_is_named_as_the_input():
     assert (entry.status, entry.code, entry.op) == ("non_finite", "non-finite-input", "Mul")
 
 
+def test_a_dead_relu_is_named_for_a_zero_gradient(line_of):
+    """Is an all-zero gradient traced to the relu that outputs 0 for the whole batch, with its line?"""
+    w = tf.Variable([[-1.0]])
+    x = tf.constant([[1.0], [2.0]])
+
+    def loss_fn():
+        hidden = tf.nn.relu(x @ w)  # dead
+        return tf.reduce_sum(hidden)
+
+    entry = diagnose(loss_fn, [w])["w"]
+    assert (entry.status, entry.code, entry.op) == ("zero", "zero-gradient", "Relu")
+    assert entry.where.lineno == line_of(loss_fn, "# dead")
+
+
+def test_a_zero_gradient_without_a_dead_relu_names_no_relu():
+    """Is an all-zero gradient through `sign` reported without blaming a relu?"""
+    w = tf.Variable([0.5, -0.2])
+    entry = diagnose(lambda: tf.reduce_sum(tf.sign(w)), [w])["w"]
+    assert entry.status == "zero" and entry.op is None and "relu" not in entry.explanation
+
+
 def test_ok_entries_carry_the_gradient_norm_so_vanishing_shows():
     """Does each ok entry hold its gradient's norm, printed in the report, tiny for a saturated sigmoid?"""
     w, deep = tf.Variable(0.5), tf.Variable(15.0)

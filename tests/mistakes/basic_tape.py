@@ -139,5 +139,14 @@ def central_difference(f, x, h=1e-3):
 def central_difference(f, x, h=1e-3):
     return (f(x + h) - f(x - h)) / h
 ''', "apart: divide by `2 * h`"),
+        Mistake("the step hard-coded in the formula", '''
+def central_difference(f, x, h=1e-3):
+    return (f(x + 1e-3) - f(x - 1e-3)) / 2e-3
+''', "the `h` you were given"),
+        Mistake("the step overwritten with the default", '''
+def central_difference(f, x, h=1e-3):
+    h = 1e-3
+    return (f(x + h) - f(x - h)) / (2 * h)
+''', "the `h` you were given"),
     ],
 }

@@ -365,3 +365,57 @@ def make_tracked_model(n_features=1):
 ''' + _BUILD, "summed over the batch"),
     ],
 }
+
+# Right only for equal batches or for float32 (issue 17 item 1): the first edition's step, and its halves.
+_STEP_61 = '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+            grads = tape.gradient({target}, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state({update})
+                else:
+                    metric.update_state(y, y_pred)
+            return {{m.name: m.result() for m in self.metrics}}
+''' + _BUILD
+
+_STEP_62 = _TRACKED_INIT + '''
+        @property
+        def metrics(self):
+            return [self.loss_tracker]
+
+        def train_step(self, data):
+            x, y = data
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = tf.reduce_mean(tf.square(y - {prediction}))
+            grads = tape.gradient({target}, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            self.loss_tracker.update_state({update})
+            return {{"loss": self.loss_tracker.result()}}
+''' + _BUILD
+
+_SCALED, _WEIGHTED = "self.optimizer.scale_loss(loss)", "loss, sample_weight=tf.shape(x)[0]"
+_CAST = "tf.cast(y_pred, y.dtype)"
+MISTAKES["ex6_1_answer"] += [
+    Mistake("loss metric not weighted by batch size",
+            _STEP_61.format(target=_SCALED, update="loss"), "weights each batch's loss by its number of rows"),
+    Mistake("loss never scaled under mixed precision",
+            _STEP_61.format(target="loss", update=_WEIGHTED), "scale_loss"),
+    Mistake("the first edition's step (equal batches, float32 only)",
+            _STEP_61.format(target="loss", update="loss"), "sample_weight=tf.shape(x)[0]"),
+]
+MISTAKES["ex6_2_answer"] += [
+    Mistake("tracker not weighted by batch size",
+            _STEP_62.format(prediction=_CAST, target=_SCALED, update="loss"), "by its number of rows"),
+    Mistake("loss never scaled under mixed precision",
+            _STEP_62.format(prediction=_CAST, target="loss", update=_WEIGHTED), "never scales its loss"),
+    Mistake("float16 prediction minus float32 target",
+            _STEP_62.format(prediction="y_pred", target=_SCALED, update=_WEIGHTED), "tf.cast(y_pred, y.dtype)"),
+]

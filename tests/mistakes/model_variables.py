@@ -149,47 +149,99 @@ def train_step(model, optimizer, loss_fn, x, y):
     ],
     "ex2_4_answer": [
         Mistake("never reset", '''
-def epoch_mean_losses(epochs):
-    metric = keras.metrics.Mean()
+def train_epochs(step, dataset, epochs, metric):
     means = []
-    for batch_losses in epochs:
-        for loss in batch_losses:
-            metric.update_state(loss)
+    for epoch in range(epochs):
+        for x, y in dataset:
+            metric.update_state(step(x, y))
         means.append(float(metric.result()))
     return means
 ''', "reset_state()` at the start of each epoch"),
         Mistake("reset inside the batch loop", '''
-def epoch_mean_losses(epochs):
-    metric = keras.metrics.Mean()
+def train_epochs(step, dataset, epochs, metric):
     means = []
-    for batch_losses in epochs:
-        for loss in batch_losses:
+    for epoch in range(epochs):
+        for x, y in dataset:
             metric.reset_state()
-            metric.update_state(loss)
+            metric.update_state(step(x, y))
         means.append(float(metric.result()))
     return means
 ''', "inside the batch loop"),
         Mistake("result read inside the batch loop", '''
-def epoch_mean_losses(epochs):
-    metric = keras.metrics.Mean()
+def train_epochs(step, dataset, epochs, metric):
     means = []
-    for batch_losses in epochs:
+    for epoch in range(epochs):
         metric.reset_state()
-        for loss in batch_losses:
-            metric.update_state(loss)
+        for x, y in dataset:
+            metric.update_state(step(x, y))
             means.append(float(metric.result()))
     return means
 ''', "inside the batch loop? Append it once per epoch"),
         Mistake("the Keras 2 reset_states", '''
-def epoch_mean_losses(epochs):
-    metric = keras.metrics.Mean()
+def train_epochs(step, dataset, epochs, metric):
     means = []
-    for batch_losses in epochs:
+    for epoch in range(epochs):
         metric.reset_states()
-        for loss in batch_losses:
-            metric.update_state(loss)
+        for x, y in dataset:
+            metric.update_state(step(x, y))
         means.append(float(metric.result()))
     return means
 ''', "Did you mean `reset_state()`?"),
+        Mistake("a fresh Mean each epoch instead of the given metric", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        epoch_loss = keras.metrics.Mean()
+        for x, y in dataset:
+            epoch_loss.update_state(step(x, y))
+        means.append(float(epoch_loss.result()))
+    return means
+''', "Did you create a new `keras.metrics.Mean()`?"),
+        Mistake("step called again to get the loss", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        for x, y in dataset:
+            step(x, y)
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "twice per batch"),
+        Mistake("one epoch only", '''
+def train_epochs(step, dataset, epochs, metric):
+    metric.reset_state()
+    for x, y in dataset:
+        metric.update_state(step(x, y))
+    return [float(metric.result())]
+''', "Did you loop `for epoch in range(epochs):`"),
+        Mistake("batch passed as one tuple", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        for batch in dataset:
+            metric.update_state(step(batch))
+        means.append(float(metric.result()))
+    return means
+''', "write `for x, y in dataset:`"),
+        Mistake("reset at the end of the epoch, before reading the result", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        for x, y in dataset:
+            metric.update_state(step(x, y))
+        metric.reset_state()
+        means.append(float(metric.result()))
+    return means
+''', "Did you call `reset_state()` before `result()`"),
+        Mistake("means computed with NumPy, the metric left unused", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        losses = [float(step(x, y)) for x, y in dataset]
+        means.append(float(np.mean(losses)))
+    return means
+''', "Update it with `metric.update_state(loss)` for every batch"),
     ],
 }

@@ -6,7 +6,9 @@ gradient. The first cutting op on the way to the loss is the break. An op cuts w
 tape was not recording, is `StopGradient`, has no registered gradient or one registered as none
 (`ops.NotDifferentiable`), makes only non-float outputs (an int cast, argmax, a comparison), or is a
 rounding op whose gradient function returns None. An assignment carries a value into a variable's
-state, which no gradient crosses; `.numpy()` or `np.asarray` carries it out of TensorFlow.
+state, which no gradient crosses. A value that leaves TensorFlow (`.numpy()`, a NumPy function) runs
+no op: its path just ends at the last op that used it (`not-connected`), and `host_data_in` says
+whether the loss was built from a tensor made from host data during the run, as such a value returns.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from tensorflow.python.framework import ops as tf_ops
 
 from tapelab.diagnosis.record import Location, Op, Recorder
 
-__all__ = ["Break", "ancestry", "cut_reason", "find_break", "non_finite_origin", "reads"]
+__all__ = ["Break", "ancestry", "cut_reason", "dead_relu", "find_break", "host_data_in", "non_finite_origin", "reads"]
 
 ROUNDING = frozenset({"Round", "Floor", "Ceil", "Rint"})  # registered gradients that return None
 _ASSIGN = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
@@ -33,6 +35,8 @@ class Break:
     op: str
     where: Location | None
     call: str = ""  # the user's call that cut the path, when the source shows it (a NumPy function)
+    trail: tuple[Location, ...] = ()  # the user's frames that ran the op, innermost first
+    after: Location | None = None  # where `op` ran, when `where` is the line of `call`
 
     def __str__(self) -> str:
         return f"`{self.op}` at {self.where}" if self.where else f"`{self.op}`"
@@ -63,7 +67,7 @@ def find_break(record: Recorder, source_id: int, loss_id: int | None) -> Break |
     """Where the source's path to the loss breaks, or None when it does not (or was never read).
 
     A source read but never reaching the loss gives a `not-connected` break at the last op that used
-    its value; one whose value left through `.numpy()` gives `numpy-in-path` at the line that called it.
+    its value (also when that value left TensorFlow: the caller reads the source for the call).
     """
     carried: set[int] = {source_id}
     reached: dict[int, Break] = {}  # tensor or handle id -> the first break on its way here
@@ -92,13 +96,16 @@ def find_break(record: Recorder, source_id: int, loss_id: int | None) -> Break |
         return None
     if loss_id in reached and reached[loss_id] is not None:
         return reached[loss_id]
-    for tensor, where in record.exits:
-        if tensor._id in carried or tensor._id in reached:
-            made_by = record.producer().get(tensor._id)
-            return Break("numpy-in-path", made_by.kind if made_by else "ReadVariableOp", where)
     if last_use is not None:
-        return Break("not-connected", last_use.kind, last_use.where)
+        return Break("not-connected", last_use.kind, last_use.where, trail=last_use.trail)
     return None
+
+
+def host_data_in(record: Recorder, loss_id: int | None) -> bool:
+    """Whether the loss was computed from a tensor made during the run by no recorded op: one TensorFlow
+    created from host data (a NumPy array, a Python number), as a value that left TensorFlow comes back."""
+    made = {i for op in record.ops for i in op.output_ids}
+    return any(i >= record.start and i not in made for i in ancestry(record, loss_id) if i is not None)
 
 
 def _finite(tensor) -> bool:
@@ -163,4 +170,13 @@ def non_finite_origin(record: Recorder, loss_id: int | None) -> tuple[Break, str
         if test and op.recorded and feeding.intersection(op.output_ids) and op.inputs and op.inputs[0].dtype.is_floating:
             if bool(np.any(test[0](op.inputs[0].numpy()))):
                 return Break("infinite-derivative", op.kind, op.where), f"`{op.kind}` at {op.where} has an input of {test[1]}"
+    return None
+
+
+def dead_relu(record: Recorder, loss_id: int | None) -> Op | None:
+    """The first relu feeding the loss whose output is 0 everywhere: no gradient passes it."""
+    feeding = ancestry(record, loss_id)
+    for op in record.ops:
+        if op.kind in ("Relu", "Relu6") and feeding.intersection(op.output_ids) and not op.outputs[0].numpy().any():
+            return op
     return None

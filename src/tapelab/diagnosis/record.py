@@ -1,10 +1,12 @@
-"""Record every eager operation a loss function runs, with the user's source line that ran it.
+"""Record every eager operation a loss function runs, with the user's source lines that ran it.
 
 TensorFlow calls an op callback (`op_callbacks.add_op_callback`, the hook tfdbg and
-`enable_check_numerics` use) after each eager op with its type, input and output tensors. The
-recorder keeps those, plus two things no op shows: a tensor leaving TensorFlow through `.numpy()`
-or `np.asarray` (`__array__`), and whether the tape was recording when the op ran. Eager tensors
-carry a unique `_id`, so the log is a dataflow graph: which op made each tensor and what it read.
+`enable_check_numerics` use; it is kept per thread) after each eager op with its type, input and
+output tensors. The recorder keeps those, the user's frames that ran the op (innermost first, up to
+diagnose's own call of the loss), and whether the tape was recording. Eager tensors carry a unique
+`_id`, so the log is a dataflow graph: which op made each tensor and what it read. Nothing of
+TensorFlow, Keras or NumPy is patched: a value leaving TensorFlow (`.numpy()`, NumPy) runs no op and
+is read from the source instead (`tapelab.diagnosis.exits`).
 """
 from __future__ import annotations
 
@@ -17,13 +19,19 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.framework import op_callbacks, ops
+from tensorflow.python.framework import op_callbacks
 
-__all__ = ["Location", "Op", "Recorder", "tensor_id"]
+__all__ = ["Location", "Op", "Recorder", "library_file", "tensor_id"]
 
 _LIBRARIES = tuple(os.path.dirname(module.__file__) + os.sep for module in (tf, keras, np))
 _HERE = os.path.dirname(__file__) + os.sep
 _DIAGNOSE = os.path.join(os.path.dirname(_HERE), "diagnose.py")
+
+
+def library_file(filename: str) -> bool:
+    """Whether code in `filename` belongs to TensorFlow, Keras, NumPy or diagnose, not to the user."""
+    return (filename.startswith(_LIBRARIES) or filename.startswith(_HERE) or filename == _DIAGNOSE
+            or filename.startswith("<frozen"))
 
 
 def tensor_id(value: Any) -> int | None:
@@ -44,7 +52,7 @@ class Location:
         return linecache.getline(self.filename, self.lineno).strip()
 
     def __str__(self) -> str:
-        text = self.text
+        text = self.text if len(self.text) <= 80 else self.text[:77] + "..."
         return f"line {self.lineno}" + (f" (`{text}`)" if text else "")
 
 
@@ -57,6 +65,7 @@ class Op:
     outputs: tuple
     recorded: bool  # the tape was recording when it ran
     where: Location | None
+    trail: tuple[Location, ...] = ()  # the user's frames that ran it, innermost (`where`) first
 
     @property
     def input_ids(self) -> list[int]:
@@ -69,59 +78,43 @@ class Op:
 
 @dataclass
 class Recorder:
-    """Context manager: while active, log each eager op, each NumPy exit and the tape's recording state."""
+    """Context manager: while active, log each eager op with its user frames and the tape's recording state."""
 
     tape: tf.GradientTape | None = None
     ops: list[Op] = field(default_factory=list)
-    exits: list[tuple[Any, Location | None]] = field(default_factory=list)  # (tensor, where it left)
     start: int = 0  # eager tensor ids grow: a tensor with a smaller id existed before the run
-    _patched: dict = field(default_factory=dict)
     _library: dict = field(default_factory=dict)  # code object -> bool, so each frame is judged once
 
     def __enter__(self) -> "Recorder":
         self.start = tf.constant(0.0)._id
         op_callbacks.add_op_callback(self._on_op)
-        base = ops._EagerTensorBase
-        self._patched = {"numpy": base.numpy, "__array__": base.__array__}
-        for name, original in self._patched.items():
-            setattr(base, name, self._exit_through(original))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         op_callbacks.remove_op_callback(self._on_op)
-        for name, original in self._patched.items():
-            setattr(ops._EagerTensorBase, name, original)
 
     def _on_op(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if graph is None:  # eager only: ops traced into a tf.function graph run later, as one call op
             recording = self.tape is None or bool(getattr(self.tape, "_recording", False))
             kind = op_type.decode() if isinstance(op_type, bytes) else op_type
-            self.ops.append(Op(kind, tuple(inputs or ()), tuple(outputs or ()), recording, self._where()))
+            trail = self._trail()
+            self.ops.append(Op(kind, tuple(inputs or ()), tuple(outputs or ()), recording,
+                               trail[0] if trail else None, trail))
         return None
 
-    def _exit_through(self, original):
-        recorder = self
-
-        def leave(tensor, *args, **kwargs):
-            if not recorder._is_library(sys._getframe(1).f_code):  # your code asked, not TensorFlow's
-                recorder.exits.append((tensor, recorder._where()))
-            return original(tensor, *args, **kwargs)
-        return leave
-
-    def _where(self) -> Location | None:
-        frame = sys._getframe(2)
-        while frame is not None:
+    def _trail(self) -> tuple[Location, ...]:
+        """The user's frames from the op up to diagnose's call of the loss (or the stack's end)."""
+        found, frame = [], sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename != _DIAGNOSE:
             if not self._is_library(frame.f_code):
-                return Location(frame.f_code.co_filename, frame.f_lineno)
+                found.append(Location(frame.f_code.co_filename, frame.f_lineno))
             frame = frame.f_back
-        return None
+        return tuple(found)
 
     def _is_library(self, code) -> bool:
         library = self._library.get(code)
         if library is None:
-            name = code.co_filename
-            library = self._library[code] = (name.startswith(_LIBRARIES) or name.startswith(_HERE)
-                                             or name == _DIAGNOSE or name.startswith("<frozen"))
+            library = self._library[code] = library_file(code.co_filename)
         return library
 
     def producer(self) -> dict[int, Op]:

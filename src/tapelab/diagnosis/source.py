@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable
 
-__all__ = ["Binding", "blocking_call", "bindings", "free_values", "numpy_call_after", "sliced_arguments"]
+__all__ = ["Binding", "blocking_call", "bindings", "free_values", "sliced_arguments"]
 
 # ops with no gradient at all, or only integer outputs (`sign` has a gradient, zero; `top_k` values have one)
 _NON_DIFF = {"argmax", "argmin", "round", "floor", "ceil", "equal", "not_equal", "greater",
@@ -29,35 +29,20 @@ def blocking_call(fn: Callable, name: str) -> tuple[str, str] | None:
     return _Blockers.of(fn).blocker(name)
 
 
-def numpy_call_after(fn: Callable, lineno: int) -> str | None:
-    """A NumPy call in `fn` on that line, or reading a name that line assigns (NumPy reads a tensor
-    through the buffer protocol, so the run itself cannot show it): the call's text, if there is one."""
-    found = _Blockers.of(fn)
-    assigned = {name for name, line in found.assigned if line == lineno}
-    for cause, text, used, line in found.calls:
-        if cause == "numpy" and (line == lineno or assigned & used):
-            return text
-    return None
-
-
 @dataclass
 class _Blockers:
     """Calls in a function's source that block gradients, and the names each one consumes."""
 
     deps: dict[str, set[str]] = field(default_factory=dict)
-    calls: list[tuple[str, str, set[str], int]] = field(default_factory=list)  # (cause, text, names, line)
-    assigned: list[tuple[str, int]] = field(default_factory=list)  # (name, file line)
-    offset: int = 0  # file line of the source's first line, minus one
+    calls: list[tuple[str, str, set[str]]] = field(default_factory=list)  # (cause, text, names)
 
     @classmethod
     def of(cls, fn: Callable) -> "_Blockers":
         found = cls()
         try:
-            lines, first = inspect.getsourcelines(fn)
-            tree = ast.parse(textwrap.dedent("".join(lines)))
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
         except (OSError, TypeError, SyntaxError, IndentationError):
             return found
-        found.offset = max(first, 1) - 1
         found._scan(tree)
         return found
 
@@ -68,7 +53,6 @@ class _Blockers:
             used = self._closure(node.value) | (names if isinstance(node, ast.AugAssign) else set())
             for target in names:
                 self.deps[target] = used
-                self.assigned.append((target, node.lineno + self.offset))
         if isinstance(node, ast.Call):
             self._note_call(node)
         for child in ast.iter_child_nodes(node):
@@ -101,11 +85,11 @@ class _Blockers:
             cause = "state_change"
         if cause:
             text = ast.unparse(node)
-            self.calls.append((cause, text if len(text) < 60 else text[:57] + "...", args, node.lineno + self.offset))
+            self.calls.append((cause, text if len(text) < 60 else text[:57] + "...", args))
 
     def blocker(self, name: str) -> tuple[str, str] | None:
         plain = name.split("/")[-1].split("[")[0]
-        for cause, text, used, _line in self.calls:
+        for cause, text, used in self.calls:
             if name in used or plain in used:
                 return cause, text
         return None
@@ -158,10 +142,30 @@ def _own_nodes(statements: list[ast.stmt]):
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-def bindings(frame: FrameType, name: str) -> list[Binding]:
-    """The assignments to `name` in the scope of `frame`'s code, in source order."""
+def _enclosing_statements(fn: Callable) -> list[ast.stmt]:
+    """The body of the function that defines `fn` (its closure's scope), else `fn`'s module or cell."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except SyntaxError:
+        return []
+    line, body, start = code.co_firstlineno, tree.body, 0
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno < line <= node.end_lineno
+                and node.lineno > start):
+            body, start = node.body, node.lineno
+    return body
+
+
+def bindings(frame: FrameType, name: str, fn: Callable | None = None) -> list[Binding]:
+    """The assignments to `name` in the scope of `frame`'s code (and of the function that defines `fn`,
+    for a name in `fn`'s closure), in source order."""
     code = frame.f_code
     statements = _scope_statements(code.co_filename, code.co_firstlineno, code.co_name == "<module>")
+    if fn is not None:
+        statements = statements + [s for s in _enclosing_statements(fn) if s not in statements]
     found = []
     for node in _own_nodes(statements):
         if isinstance(node, ast.Assign):
@@ -174,7 +178,7 @@ def bindings(frame: FrameType, name: str) -> list[Binding]:
             reads = _names(value) | ({name} if isinstance(node, ast.AugAssign) else set())
             makes = isinstance(value, ast.Call) and ast.unparse(value.func).endswith("Variable")
             found.append(Binding(node.lineno, frozenset(reads), ast.unparse(node), makes))
-    return sorted(found, key=lambda b: b.lineno)
+    return sorted(set(found), key=lambda b: b.lineno)
 
 
 def sliced_arguments(frame: FrameType, namespace: dict[str, Any]) -> dict[int, tuple[str, str]]:

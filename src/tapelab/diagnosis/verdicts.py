@@ -70,10 +70,11 @@ def for_break(name: str, found: Break) -> Entry:
         "non-differentiable": f"The path from `{name}` to the loss ends at `{found.op}` {at}, which has no gradient "
                               "(or makes only integers). Did you mean a smooth version (softmax instead of argmax, "
                               "keep floats instead of casting to int, or a straight-through estimator for round)?",
-        "numpy-in-path": f"The value computed from `{name}` leaves TensorFlow for NumPy after `{found.op}` {at}, through "
-                         f"{f'`{found.call}`' if found.call else '`.numpy()`'}, and the tape records TensorFlow "
-                         "operations only. Did you mean the `tf.` function "
-                         "(`tf.reduce_mean`, not `np.mean`) and to drop `.numpy()`?",
+        "numpy-in-path": f"The value `{found.op}` computed from `{name}`"
+                         f"{f' at {found.after}' if found.after and found.after != found.where else ''} leaves "
+                         f"TensorFlow for {'Python' if found.call.startswith(('float(', 'int(', 'complex(')) else 'NumPy'} "
+                         f"through `{found.call}` {at}, and the tape records TensorFlow operations only. "
+                         "Did you mean the `tf.` function (`tf.reduce_mean`, not `np.mean`) and to drop `.numpy()`?",
         "state-change": f"The value computed from `{name}` goes into a variable's state through `{found.op}` {at}, "
                         "and no gradient crosses an assignment. Did you mean to compute the value as a tensor "
                         "(`v + ...`) inside the tape, and update state after `tape.gradient`?",

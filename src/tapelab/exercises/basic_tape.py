@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from tapelab.alternatives import Alternative, wrong_value
 from tapelab.compare import allclose, fmt, mismatch
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import Explanation as Why, none_feedback, wrong_value
+from tapelab.mistakes import none_feedback
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
@@ -50,10 +51,11 @@ def cubic_slope(x):
         expected = numeric_gradient(_cubic, x)
         if got is None:
             raise none_feedback(f"`cubic_slope({x})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        if mismatch(expected, got, "slope"):
-            returned_y = allclose(_cubic(x), got) and Why(
-                "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`.", "returned-value")
-            raise wrong_value(f"cubic_slope({x})", expected, got, returned_y)
+        problem = wrong_value(f"cubic_slope({x})", expected, got, [
+            Alternative("the polynomial's value", _cubic(x), "returned-value",
+                        "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`.")])
+        if problem:
+            raise problem
         _require_tape(self, facts)
 
 
@@ -103,13 +105,15 @@ def loss_gradients(x, w, b):
         if allclose(dl_db, got[0]) and allclose(dl_dw, got[1]):
             raise Incorrect("Your gradients are right but swapped: return them in the order of the sources, "
                             "`tape.gradient(loss, [w, b])` gives `[dl_dw, dl_db]`.", cause="swapped-results")
-        ones = np.ones((x.shape[0], w.shape[1]))
-        of_prediction = allclose(x.T @ ones, got[0]) and Why(
-            "These are the gradients of the prediction `y = x @ w + b`, not of the `loss`. "
-            "Did you pass `loss` as the target?", "wrong-target")
-        for i, (name, expected) in enumerate((("dl_dw", dl_dw), ("dl_db", dl_db))):
-            if mismatch(expected, got[i], name):
-                raise wrong_value(name, expected, got[i], of_prediction)
+        ones = np.ones((x.shape[0], w.shape[1]))  # d sum(y) / dy: the prediction as the target
+        of_prediction = (x.T @ ones, ones.sum(axis=0))
+        for name, expected, value, wrong in zip(("dl_dw", "dl_db"), (dl_dw, dl_db), got, of_prediction):
+            problem = wrong_value(name, expected, value, [Alternative(
+                "the prediction's gradient", wrong, "wrong-target",
+                "These are the gradients of the prediction `y = x @ w + b`, not of the `loss`. "
+                "Did you pass `loss` as the target?")])
+            if problem:
+                raise problem
         _require_tape(self, facts)
 
 
@@ -144,22 +148,24 @@ def sigmoid_slopes(x):
         expected = s * (1 - s)
         if got is None:
             raise none_feedback("`sigmoid_slopes` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        if mismatch(expected, got, "slopes"):
-            returned_y = allclose(s, got) and Why("You returned the sigmoid itself, not its gradient.", "returned-value")
-            mean_target = allclose(expected / len(values), got) and len(values) > 1 and Why(
-                "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
-                "pass `y` itself.", "mean-target")
-            raise wrong_value("sigmoid_slopes(x)", expected, got, returned_y, mean_target)
+        problem = wrong_value("sigmoid_slopes(x)", expected, got, [
+            Alternative("the sigmoid's value", s, "returned-value", "You returned the sigmoid itself, not its gradient."),
+            Alternative("the slopes of the mean", expected / len(values), "mean-target",
+                        "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
+                        "pass `y` itself.")])
+        if problem:
+            raise problem
         _require_tape(self, facts)
 
 
+_DEFAULT_H = 1e-3  # the default of `central_difference`'s `h` in the notebook
 _FUNCTIONS = {"sin": np.sin, "cube": lambda x: x**3, "exp": np.exp, "cubic": _cubic, "tanh": np.tanh}
 
 
 class CentralDifference(Exercise):
     number = "1.4"
     answer = "central_difference"
-    visible_cases = (("cube", 2.0, 1e-3),)
+    visible_cases = (("cube", -1.5, 1e-2),)  # not the default h: a hard-coded step must fail here
     praise = "a central difference is accurate to O(h^2), good enough to check a tape gradient."
     hints = (
         "Evaluate `f` once on each side of `x`, at `x + h` and at `x - h`.",
@@ -180,20 +186,24 @@ def central_difference(f, x, h=1e-3):
         if got is None:
             raise Incorrect("`central_difference` returned `None`. Did you forget `return`?",
                             cause="no-return" if facts.found and not facts.returns else None)
-        if mismatch(expected, got, "estimate", rtol=1e-6, atol=1e-9):
-            forward = allclose((f(x + h) - f(x)) / h, got, rtol=1e-6, atol=1e-9) and Why(
-                "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only to O(h). "
-                "Step to both sides of `x`.", "forward-difference")
-            backward = allclose((f(x) - f(x - h)) / h, got, rtol=1e-6, atol=1e-9) and Why(
-                "That is the backward difference `(f(x) - f(x - h)) / h`, accurate only to O(h). "
-                "Step to both sides of `x`.", "forward-difference")
-            half = allclose(2 * expected, got, rtol=1e-6, atol=1e-9) and Why(
-                "You divided by `h`, but `x + h` and `x - h` are `2 * h` apart: divide by `2 * h`.", "constant-factor")
-            precedence = allclose(expected * h * h, got, rtol=1e-6, atol=1e-15) and Why(
-                "That is the difference divided by 2 and then multiplied by `h`: `a / 2 * h` means `(a / 2) * h`. "
-                "Write `/ (2 * h)`.", "constant-factor")
-            raise wrong_value(f"central_difference({name}, {x}, {h})", expected, got, forward, backward, half,
-                              precedence)
+        problem = wrong_value(f"central_difference({name}, {x}, {h})", expected, got, [
+            Alternative("the forward difference", (f(x + h) - f(x)) / h, "forward-difference",
+                        "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only to O(h). "
+                        "Step to both sides of `x`."),
+            Alternative("the backward difference", (f(x) - f(x - h)) / h, "forward-difference",
+                        "That is the backward difference `(f(x) - f(x - h)) / h`, accurate only to O(h). "
+                        "Step to both sides of `x`."),
+            Alternative("a division by h", 2 * expected, "constant-factor",
+                        "You divided by `h`, but `x + h` and `x - h` are `2 * h` apart: divide by `2 * h`."),
+            Alternative("a / 2 * h", expected * h * h, "constant-factor",
+                        "That is the difference divided by 2 and then multiplied by `h`: `a / 2 * h` means "
+                        "`(a / 2) * h`. Write `/ (2 * h)`."),
+            Alternative("the default step", (f(x + _DEFAULT_H) - f(x - _DEFAULT_H)) / (2 * _DEFAULT_H), "ignored-step",
+                        f"That is the central difference with the default step `h={_DEFAULT_H}`, not the `h={h}` "
+                        "you were given. Did you use the `h` you were given, in both evaluations and the division?"),
+        ], rtol=1e-6, atol=1e-9)
+        if problem:
+            raise problem
 
 
 ex1_1 = CubicSlope()

@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch
+from tapelab.alternatives import Alternative, wrong_value
+from tapelab.compare import mismatch
 from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import explain_none, factor_cause
+from tapelab.mistakes import explain_none
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4"]
 
@@ -155,11 +156,10 @@ def fixed_gradients(w, b, x, y):
             if got[i] is None:
                 raise _none_feedback(fn, facts, name, i, source, _VALUES)
         for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
-            problem = mismatch(want, have, name)
+            problem = wrong_value(name, want, have,
+                                  otherwise="Is the loss the mean squared error of `x @ w + b` against `y`?")
             if problem:
-                factor = factor_cause(want, have)
-                cause = factor or "Is the loss the mean squared error of `x @ w + b` against `y`?"
-                raise Incorrect(f"{problem} {cause}", cause="constant-factor" if factor else None)
+                raise problem
 
 
 def _steps(w, x, y, lr, n=2):
@@ -225,22 +225,23 @@ def two_steps(w, x, y, lr):
             if _rebinds(facts, "w"):
                 raise Incorrect("`grads[1]` is `None`. " + _REPLACED, cause="replaced-by-tensor")
             raise _none_feedback(fn, facts, "grads[1]", 1, "w", _VALUES)
-        if mismatch(expected[0], got[0], "grads[0]"):
-            factor = factor_cause(expected[0], got[0])
-            raise Incorrect(mismatch(expected[0], got[0], "grads[0]") + " "
-                            + (factor or "Is the loss `mean((w * x - y) ** 2)`?"),
-                            cause="constant-factor" if factor else None)
-        if allclose(got[0], got[1]):
-            raise Incorrect(f"`grads[1]` equals `grads[0]` ({fmt(got[0])}): `w` did not change between the "
-                            "steps. Did you update it with `w.assign_sub(lr * grad)`?", cause="no-update")
-        uphill, _ = _steps(w0, x, y, -lr)
-        if allclose(uphill[1], got[1]):
-            raise Incorrect(f"`grads[1]` is {fmt(got[1])}, but should be {fmt(expected[1])}: you moved `w` uphill. "
-                            "Did you use `assign_add` where gradient descent subtracts, `assign_sub`?",
-                            cause="uphill-step")
-        problem = mismatch(expected[1], got[1], "grads[1]") or mismatch(w_after, w, "w after two steps")
+        problem = wrong_value("grads[0]", expected[0], got[0], otherwise="Is the loss `mean((w * x - y) ** 2)`?")
         if problem:
-            raise Incorrect(f"{problem} Did you update `w` once per step, by `lr * grad`?")
+            raise problem
+        uphill, _ = _steps(w0, x, y, -lr)
+        per_step = "Did you update `w` once per step, by `lr * grad`?"
+        problem = wrong_value("grads[1]", expected[1], got[1], [
+            Alternative("the first step's gradient", expected[0], "no-update",
+                        "That is `grads[0]` again: `w` did not change between the steps. Did you update it with "
+                        "`w.assign_sub(lr * grad)`?"),
+            Alternative("the gradient after a step uphill", uphill[1], "uphill-step",
+                        "You moved `w` uphill. Did you use `assign_add` where gradient descent subtracts, "
+                        "`assign_sub`?")], otherwise=per_step)
+        if problem:
+            raise problem
+        problem = mismatch(w_after, w, "w after two steps")
+        if problem:
+            raise Incorrect(f"{problem} {per_step}")
 
 
 class StraightThrough(Exercise):
@@ -274,13 +275,12 @@ def rounded_gradient(w, x, y):
         expected = 2 * np.mean((rounded - y) * x)
         if got is None:
             raise _none_feedback(fn, facts, "dl_dw", None, "w", _VALUES)
-        if mismatch(expected, got, "dl_dw"):
-            unrounded = allclose(2 * np.mean((w0 * x - y) * x), got) and (
-                "That is the gradient without rounding: the forward pass must still use the rounded "
-                "predictions, `round(w * x)`.")
-            raise Incorrect(f"{mismatch(expected, got, 'dl_dw')} "
-                            f"{unrounded or 'Is the loss the mean squared error of the rounded predictions?'}",
-                            cause="no-rounding" if unrounded else None)
+        problem = wrong_value("dl_dw", expected, got, [Alternative(
+            "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
+            "That is the gradient without rounding: the forward pass must still use the rounded "
+            "predictions, `round(w * x)`.")], otherwise="Is the loss the mean squared error of the rounded predictions?")
+        if problem:
+            raise problem
 
 
 ex5_1 = NameTheCause()

@@ -3,12 +3,16 @@ compile settings through both, then the history and the weights compared, and a 
 from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Iterator
 
 import keras
 import numpy as np
 
 from tapelab.alternatives import Alternative, because
+import tensorflow as tf
+
 from tapelab.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
@@ -33,6 +37,7 @@ class FitCase:
     loss: str = "mse"
     metrics: tuple[str, ...] = ()
     seed: int = 0  # 0: the worked example
+    policy: str = "float32"  # or "mixed_float16": `compile` then wraps the optimizer in a LossScaleOptimizer
 
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         if self.seed == 0:
@@ -51,14 +56,43 @@ class FitCase:
 
     def describe(self) -> str:
         extra = f", metrics={list(self.metrics)}" if self.metrics else ""
+        if self.policy != "float32":
+            extra += f", under the {self.policy!r} dtype policy"
         return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
                 f"loss={self.loss!r}{extra}")
 
+    @property
+    def last_rows(self) -> int:
+        """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
+        return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
 
-def _baseline(weights: list[np.ndarray], case: FitCase):
+
+@contextmanager
+def dtype_policy(name: str) -> Iterator[None]:
+    """Build and train under the Keras dtype policy `name`, then restore the previous global policy."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+class UnscaledStep(keras.Model):
+    """A reference for one wrong step: it differentiates the loss without `optimizer.scale_loss`."""
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+        self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+        return {"loss": loss}
+
+
+def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model):
     """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay."""
     inputs = keras.Input((case.features,))
-    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    model = model_class(inputs, keras.layers.Dense(1)(inputs))
     model.set_weights(weights)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
                   metrics=list(case.metrics) or None, jit_compile=False)
@@ -71,20 +105,23 @@ def _baseline(weights: list[np.ndarray], case: FitCase):
 
 
 def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
-    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, and the
-    mean of every batch loss so far (a loss metric that `fit` never resets)."""
+    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, the plain
+    (unweighted) mean of the batch losses, and the mean of every batch loss so far (a loss metric that
+    `fit` never resets)."""
     x, y = case.data()
     batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
     loss = case.loss_object()
-    mean_pred, last_loss, running, seen = [], [], [], []
+    mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
     for epoch in range(3):
         preds = [x[part] @ kernel + bias for part, (kernel, bias) in
                  zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
         mean_pred.append(float(np.mean(np.concatenate(preds))))
         seen += [float(loss(y[part], pred)) for part, pred in zip(batches, preds)]
         last_loss.append(seen[-1])
+        unweighted.append(float(np.mean(seen[-len(batches):])))
         running.append(float(np.mean(seen)))
-    return {"mean prediction": mean_pred, "last batch loss": last_loss, "running mean": running}
+    return {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
+            "running mean": running}
 
 
 class FitMatch(Exercise):
@@ -94,6 +131,10 @@ class FitMatch(Exercise):
 
     def check_case(self, fn, case, facts):
         case = case if isinstance(case, FitCase) else FitCase(*case)
+        with dtype_policy(case.policy):
+            self._check_under_policy(fn, case, facts)
+
+    def _check_under_policy(self, fn, case, facts):
         model = self.call(fn, case.features, shown=case.shown()).value
         name = f"{self.answer}({case.shown()})"
         if not isinstance(model, keras.Model):
@@ -115,9 +156,16 @@ class FitMatch(Exercise):
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
                       **compiled)
         x, y = case.data()
-        trained = self.run(
-            lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
-            f"Training your model with `fit` ({case.describe()})")
+        try:
+            trained = self.run(
+                lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
+                f"Training your model with `fit` ({case.describe()})")
+        except Incorrect as problem:
+            if case.policy == "mixed_float16" and problem.cause is None and "type float16" in str(problem):
+                raise Incorrect(f"{problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is "
+                                "float16 while `y` stays float32. Cast before you combine them: "
+                                "`tf.cast(y_pred, y.dtype)`.", cause="float16-mismatch") from None
+            raise
         history, logs = trained.value, trained.logs
         self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
 
@@ -132,6 +180,8 @@ class FitMatch(Exercise):
                             f"{where}. Did you update every metric in `self.metrics` and return "
                             "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
         got_weights = model.get_weights()
+        if case.policy == "mixed_float16" and not all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
+            self._check_scaled(case, initial, expected_weights, got_weights, where)
         names = ["kernel", "bias"]
         for wname, start, want, got in zip(names, initial, expected_weights, got_weights):
             if allclose(start, got) and not allclose(start, want):
@@ -173,6 +223,23 @@ class FitMatch(Exercise):
                              "`self.optimizer.apply(grads, self.trainable_variables)` once?", 1e-4, 1e-4)
         raise Incorrect(f"{ends} {says}", cause=code)
 
+    def _check_scaled(self, case, initial, expected_weights, got_weights, where):
+        """Under mixed precision: are the weights those of a step that never scales its loss?"""
+        def unscaled() -> list[np.ndarray]:
+            with Quiet():
+                return _baseline(initial, case, UnscaledStep)[1]
+
+        says, code = because(expected_weights, got_weights, [Alternative(
+            "loss not scaled", unscaled, "loss-not-scaled",
+            "Those are the weights of a step that never scales its loss. Under `mixed_float16`, `compile` wraps "
+            "the optimizer in a `LossScaleOptimizer`, whose `apply` divides every gradient by the loss scale "
+            f"({2 ** 15} at first): take the gradient of `self.optimizer.scale_loss(loss)` inside the tape, "
+            "or the weights barely move.")], "", 1e-4, 1e-4)
+        if code:
+            got_kernel, want_kernel = fmt_pair(got_weights[0], expected_weights[0], 1e-4, 1e-4)
+            raise Incorrect(f"Your kernel ends at {got_kernel}, but `fit` ends at {want_kernel}{where}. {says}",
+                            cause=code)
+
     def _compare_reported(self, case, facts, history, logs, expected, replay, where):
         """The weights are right; are the numbers the step reports right too?"""
         for key in sorted(expected):
@@ -202,6 +269,11 @@ class FitMatch(Exercise):
                 Alternative("last batch loss", replay["last batch loss"], "batch-loss-reported",
                             "These are the losses of each epoch's last batch. Did you return the batch's `loss` "
                             "instead of the metric's `result()`, the mean over the epoch?"),
+                Alternative("unweighted mean", replay["unweighted mean"], "loss-not-weighted",
+                            "Each epoch's value is the plain mean of its batch losses, but `fit` weights each "
+                            f"batch's loss by its number of rows (the last batch here has {case.last_rows}, "
+                            f"the others {case.batch_size}). Pass the batch size to the loss metric: "
+                            "`update_state(loss, sample_weight=tf.shape(x)[0])`."),
                 Alternative("running mean", replay["running mean"], "metric-not-reset",
                             "Each epoch's value is the mean over this and every earlier epoch: the loss metric "
                             "was never reset. `fit` resets the metrics listed in the model's `metrics` "

@@ -18,16 +18,21 @@ __all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "worked_example"]
 class CustomTrainStep(FitMatch):
     number = "6.1"
     answer = "make_custom_model"
-    # Several batches per epoch, a second metric and a loss other than MSE, on data of their own.
-    visible_cases = (FitCase(), FitCase(8, 2, 4, "huber", ("mae",), 60))
+    # Several batches per epoch, a second metric and a loss other than MSE, on data of their own; a last
+    # batch smaller than the others (fit weights batch losses by rows); a mixed_float16 policy (loss scaling).
+    visible_cases = (FitCase(), FitCase(8, 2, 4, "huber", ("mae",), 60), FitCase(5, 2, 2, "mse", ("mae",), 66),
+                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"))
     praise = "your `train_step` reproduces `fit` number for number."
     hints = (
         "Define `class CustomModel(keras.Model):` inside the function, build it from `keras.Input` and a "
         "`Dense(1, kernel_initializer=\"zeros\")`, and return the instance.",
-        "In `train_step`: `x, y = data`; under a tape compute `y_pred = self(x, training=True)` and "
-        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred)`; then `self.optimizer.apply(grads, self.trainable_variables)`.",
-        "Finish with the metrics loop: for each `m` in `self.metrics`, `m.update_state(loss)` if `m.name == \"loss\"` "
-        "else `m.update_state(y, y_pred)`; return `{m.name: m.result() for m in self.metrics}`.",
+        "In `train_step`: `x, y = data`; under a tape compute `y_pred = self(x, training=True)`, "
+        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred)` and `scaled_loss = self.optimizer.scale_loss(loss)` "
+        "(a no-op unless mixed precision wrapped the optimizer); differentiate `scaled_loss`, then "
+        "`self.optimizer.apply(grads, self.trainable_variables)`.",
+        "Finish with the metrics loop: for each `m` in `self.metrics`, "
+        "`m.update_state(loss, sample_weight=tf.shape(x)[0])` if `m.name == \"loss\"` (fit weights each batch by "
+        "its rows) else `m.update_state(y, y_pred)`; return `{m.name: m.result() for m in self.metrics}`.",
     )
     solution_code = """
 def make_custom_model(n_features=1):
@@ -37,11 +42,12 @@ def make_custom_model(n_features=1):
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
                 loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
+                scaled_loss = self.optimizer.scale_loss(loss)
+            grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             for metric in self.metrics:
                 if metric.name == "loss":
-                    metric.update_state(loss)
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
                 else:
                     metric.update_state(y, y_pred)
             return {m.name: m.result() for m in self.metrics}
@@ -51,8 +57,8 @@ def make_custom_model(n_features=1):
     return CustomModel(inputs, outputs)
 """
     why = ("`fit` only calls your `train_step` once per batch: computing the compiled loss with `compute_loss`, "
-           "applying its gradients with the compiled optimizer and updating `self.metrics` is exactly what "
-           "the built-in step does, so the numbers agree.")
+           "scaling it for the optimizer, applying its gradients and updating `self.metrics` (the loss weighted by "
+           "the batch's rows) is exactly what the built-in step does, so the numbers agree.")
 
 
 class TwoOptimizers(Exercise):
@@ -302,7 +308,9 @@ class FixKeras2Step(FitMatch):
     number = "6.2"
     answer = "make_tracked_model"
     compile_loss = False
-    visible_cases = (FitCase(), FitCase(8, 2, 4, "mse", (), 60))  # several batches per epoch
+    # Several batches per epoch, a smaller last batch, and a mixed_float16 policy.
+    visible_cases = (FitCase(), FitCase(8, 2, 4, "mse", (), 60), FitCase(5, 2, 2, "mse", (), 66),
+                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"))
     praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
     hints = (
         "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean squared "
@@ -311,6 +319,8 @@ class FixKeras2Step(FitMatch):
         "in `train_step` and list it in a `metrics` property.",
         "`train_step` returns `{\"loss\": self.loss_tracker.result()}`; the `metrics` property returns "
         "`[self.loss_tracker]` so that `fit` resets it every epoch.",
+        "Match `fit` in the hard cases too: update the tracker with `sample_weight=tf.shape(x)[0]` (a smaller "
+        "last batch counts less) and differentiate `self.optimizer.scale_loss(loss)` (mixed precision).",
     )
     solution_code = """
 def make_tracked_model(n_features=1):
@@ -327,10 +337,11 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
+                loss = tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
+                scaled_loss = self.optimizer.scale_loss(loss)
+            grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
+            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
             return {"loss": self.loss_tracker.result()}
 
     inputs = keras.Input((n_features,))

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["LOSSES", "worked_example", "dense_model", "bn_case", "short_path"]
+__all__ = ["LOSSES", "worked_example", "dense_model", "bn_case", "short_path", "train_step_fn"]
 
 LOSSES: dict[str, Callable[[], keras.losses.Loss]] = {
     "mse": keras.losses.MeanSquaredError,
@@ -63,3 +63,16 @@ def bn_case(loss: str, seed: int):
     else:
         y = rng.uniform(1.0, 3.0, size=(8, 1))
     return build, tf.constant(x, tf.float32), tf.constant(y, tf.float32)
+
+
+def train_step_fn(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                  loss_fn: keras.losses.Loss) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """An eager training step for `model`, the notebook's `make_train_step` without `tf.function`
+    (a checker calls it a handful of times, too few to repay tracing)."""
+    def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        return loss
+
+    return step

@@ -1,5 +1,6 @@
 """Exercises of notebook 02_model_variables: gradients for a Keras model's variables, a hand-written
-SGD step, the custom training step with layer losses, and a running-mean metric."""
+SGD step and the custom training step with layer losses; the training loop over batches (2.4) lives in
+`tapelab.exercises.training_loop` and is re-exported here, so the notebook imports all four from one place."""
 from __future__ import annotations
 
 import keras
@@ -10,6 +11,7 @@ from tapelab.alternatives import Alternative, because, ratio_of, wrong_value
 from tapelab.compare import agrees, all_close, allclose, fmt_pair, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
+from tapelab.exercises.training_loop import ex2_4
 from tapelab.feedback import Incorrect
 from tapelab.mistakes import none_feedback
 
@@ -349,68 +351,6 @@ def train_step(model, optimizer, loss_fn, x, y):
         raise Incorrect(f"After {steps} calls on {label}, {problem}", cause=problem.cause)
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 2.4: epoch_mean_losses(epochs)
-
-class EpochMeanLosses(Exercise):
-    number = "2.4"
-    answer = "epoch_mean_losses"
-    visible_cases = (((41.0, 18.415, 8.274), (3.0, 1.0)),)
-    praise = "one `Mean` metric, reset at the start of each epoch, gives each epoch's own mean."
-    hints = (
-        "Create one `keras.metrics.Mean()` before the loop over epochs.",
-        "For each epoch: `reset_state()`, then `update_state(loss)` for every batch loss, then read `result()`.",
-        "Append `float(metric.result())` after each epoch's batches, and return the list.",
-    )
-    solution_code = """
-def epoch_mean_losses(epochs):
-    metric = keras.metrics.Mean()
-    means = []
-    for batch_losses in epochs:
-        metric.reset_state()
-        for loss in batch_losses:
-            metric.update_state(loss)
-        means.append(float(metric.result()))
-    return means
-"""
-    why = ("A metric accumulates across every `update_state` call until `reset_state`, so resetting at the start "
-           "of each epoch makes `result()` the mean of that epoch's batches alone.")
-
-    def check_case(self, fn, epochs, facts):
-        epochs = [list(e) for e in epochs]
-        shown = f"epochs={[[round(v, 4) for v in e] for e in epochs]}"
-        got = self.call(fn, [list(e) for e in epochs], shown=shown).value
-        expected = [float(np.mean(e)) for e in epochs]
-        if got is None:
-            raise Incorrect("`epoch_mean_losses` returned `None`. Did you forget to `return` the list of means?",
-                            cause="no-return")
-        if not isinstance(got, (list, tuple)):
-            raise Incorrect(f"`epoch_mean_losses` returned a `{type(got).__name__}`, but should return a list "
-                            f"of {len(expected)} means, one per epoch.")
-        cumulative = [float(np.mean(sum(epochs[:k + 1], []))) for k in range(len(epochs))]
-        alternatives = (
-            Alternative("never reset", cumulative, "metric-not-reset",
-                        "Each mean includes the epochs before it. Did you call `metric.reset_state()` at the "
-                        "start of each epoch?"),
-            Alternative("reset per batch", [e[-1] for e in epochs], "reset-per-batch",
-                        "Each value is the epoch's last batch loss. Did you reset the metric inside the batch "
-                        "loop? Reset once per epoch, before its batches."),
-            Alternative("result per batch", [float(np.mean(e[:k + 1])) for e in epochs for k in range(len(e))],
-                        "result-per-batch",
-                        "That is one running mean per batch. Did you append `metric.result()` inside the batch "
-                        "loop? Append it once per epoch, after the batches."),
-        )
-        problem = wrong_value("epoch_mean_losses(epochs)", expected, list(got), alternatives,
-                              "Did you `update_state` with every batch loss and read `result()` after each epoch?",
-                              1e-5, 1e-5)
-        if problem:
-            raise problem
-        if facts.found and not facts.calls_to("Mean"):
-            raise Incorrect("Exercise 2.4: your means are right, but this exercise is about Keras metrics. "
-                            "Accumulate them with a `keras.metrics.Mean()`.")
-
-
 ex2_1 = ModelGradients()
 ex2_2 = ManualSgdStep()
 ex2_3 = TrainStep()
-ex2_4 = EpochMeanLosses()

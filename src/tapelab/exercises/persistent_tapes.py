@@ -8,10 +8,11 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch
+from tapelab.alternatives import Alternative, swapped_item, wrong_value
+from tapelab.compare import fmt, mismatch
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import Explanation as Why, none_feedback, wrong_value
+from tapelab.mistakes import none_feedback
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
@@ -76,15 +77,14 @@ def several_gradients(x):
         for i, (name, value) in enumerate((("dy_dx", got[0]), ("dz_dx", got[1]))):
             if value is None:
                 raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "constant"})
-        swapped = allclose(dz_dx, got[0]) and allclose(dy_dx, got[1]) and Why(
-            "Your gradients are swapped: return `[dy_dx, dz_dx]`.", "swapped-results")
-        if mismatch(dy_dx, got[0], "dy_dx"):
-            raise wrong_value("dy_dx", dy_dx, got[0], swapped)
-        if mismatch(dz_dx, got[1], "dz_dx"):
-            wrt_y = allclose(np.cos(xs**3), got[1]) and Why(
-                "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
-                "Pass `x`: the tape chains through `y` by itself.", "wrong-source")
-            raise wrong_value("dz_dx", dz_dx, got[1], wrt_y)
+        swapped = "Your gradients are swapped: return `[dy_dx, dz_dx]`."
+        wrt_y = Alternative("dz/dy", np.cos(xs**3), "wrong-source",
+                            "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
+                            "Pass `x`: the tape chains through `y` by itself.")
+        for i, (name, expected, others) in enumerate((("dy_dx", dy_dx, []), ("dz_dx", dz_dx, [wrt_y]))):
+            problem = wrong_value(name, expected, got[i], [swapped_item([dy_dx, dz_dx], got, i, says=swapped), *others])
+            if problem:
+                raise problem
         self._reject_gradient_inside_with(facts, call.logs)
 
 
@@ -172,22 +172,25 @@ def two_gradients_and_release(f, x, lr):
         for i, (name, value) in enumerate((("dloss_dx", got[0]), ("dpenalty_dx", got[1]))):
             if value is None:
                 raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "variable"})
-        swapped = allclose(dpenalty, got[0]) and allclose(dloss, got[1]) and Why(
-            "Your gradients are swapped: return `[dloss_dx, dpenalty_dx, new_loss]`.", "swapped-results")
-        for name, expected, value in (("dloss_dx", dloss, got[0]), ("dpenalty_dx", dpenalty, got[1])):
-            if mismatch(expected, value, name):
-                raise wrong_value(name, expected, value, swapped)
-        if mismatch(x1, x.numpy(), "x", rtol=1e-4, atol=1e-4):
-            untouched = allclose(x0, x.numpy()) and Why("Did you call `x.assign_sub(...)`?", "no-update")
-            uphill = allclose(x0 + lr * (dloss + dpenalty), x.numpy(), rtol=1e-4, atol=1e-4) and Why(
-                "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?", "uphill-step")
-            why = untouched or uphill or Why("Did you step by `lr * (dloss_dx + dpenalty_dx)`?")
-            raise Incorrect(f"`x` after your step is {fmt(x.numpy())}, but should be {fmt(x1)}. {why}", cause=why.cause)
-        new_loss = f.numpy_loss(x1)
-        if mismatch(new_loss, got[2], "new_loss", rtol=1e-4, atol=1e-4):
-            old = allclose(f.numpy_loss(x0), got[2], rtol=1e-4, atol=1e-4) and Why(
-                "That is the loss before the step. Did you call `f(x)` again after `x.assign_sub(...)`?", "stale-value")
-            raise wrong_value("new_loss", new_loss, got[2], old)
+        swapped = "Your gradients are swapped: return `[dloss_dx, dpenalty_dx, new_loss]`."
+        for i, (name, expected) in enumerate((("dloss_dx", dloss), ("dpenalty_dx", dpenalty))):
+            problem = wrong_value(name, expected, got[i], [swapped_item([dloss, dpenalty], got[:2], i, says=swapped)])
+            if problem:
+                raise problem
+        step = (1e-4, 1e-4)  # rtol, atol: `x` and the loss after a float32 step
+        problem = wrong_value("x", x1, x.numpy(), [
+            Alternative("x before the step", x0, "no-update", "`x` did not move. Did you call `x.assign_sub(...)`?"),
+            Alternative("a step uphill", x0 + lr * (dloss + dpenalty), "uphill-step",
+                        "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?"),
+        ], otherwise="Did you step by `lr * (dloss_dx + dpenalty_dx)`?", rtol=step[0], atol=step[1])
+        if problem:
+            raise problem
+        problem = wrong_value("new_loss", f.numpy_loss(x1), got[2], [Alternative(
+            "the loss before the step", f.numpy_loss(x0), "stale-value",
+            "That is the loss before the step. Did you call `f(x)` again after `x.assign_sub(...)`?")],
+            rtol=step[0], atol=step[1])
+        if problem:
+            raise problem
         self._reject_gradient_inside_with(facts, call.logs)
         if f.held_at_next_call:
             raise Incorrect(
@@ -249,11 +252,12 @@ def second_derivative(f, x):
         if got is None:
             raise none_feedback(f"`second_derivative(f={name}, x={x})` returned `None`.", facts, facts.returned_call(),
                                 {"x": "constant"})
-        if mismatch(expected, got, "d2y_dx2"):
-            first = allclose(d1(x), got) and Why(
-                "That is the first derivative. Did you return `inner.gradient(...)` instead of "
-                "differentiating it again with the outer tape?", "first-derivative")
-            raise wrong_value(f"second_derivative(f={name}, x={x})", expected, got, first)
+        problem = wrong_value(f"second_derivative(f={name}, x={x})", expected, got, [Alternative(
+            "the first derivative", d1(x), "first-derivative",
+            "That is the first derivative. Did you return `inner.gradient(...)` instead of "
+            "differentiating it again with the outer tape?")])
+        if problem:
+            raise problem
         _require_nested_tapes(facts, call.logs)
 
 
@@ -326,12 +330,13 @@ def hessian(f, x):
         got, expected = call.value, _hessian(grad, p)
         if got is None:
             raise none_feedback(f"`hessian({shown})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        if mismatch(expected, got, "H"):
-            summed = allclose(expected.sum(axis=0), got) and Why(
-                "That is the gradient of the sum of the gradient's components. Did you call `outer.gradient`? "
-                "Use `outer.jacobian(g, x)` to keep one row per component.", "gradient-not-jacobian")
-            gradient = allclose(grad(p), got) and Why("That is the gradient of `f`, not its Hessian.", "first-derivative")
-            raise wrong_value(f"hessian({shown})", expected, got, summed, gradient)
+        problem = wrong_value(f"hessian({shown})", expected, got, [
+            Alternative("the gradient of the summed gradient", expected.sum(axis=0), "gradient-not-jacobian",
+                        "That is the gradient of the sum of the gradient's components. Did you call "
+                        "`outer.gradient`? Use `outer.jacobian(g, x)` to keep one row per component."),
+            Alternative("the gradient", grad(p), "first-derivative", "That is the gradient of `f`, not its Hessian.")])
+        if problem:
+            raise problem
         _require_nested_tapes(facts, call.logs)
 
 

@@ -6,10 +6,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.alternatives import Alternative, wrong_value
+from tapelab.compare import fmt, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import Explanation as Why, none_feedback, wrong_value
+from tapelab.mistakes import none_feedback
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex3_1", "ex3_2", "ex3_3", "ex3_4"]
@@ -58,13 +59,14 @@ def _input_gradient(weights, x) -> np.ndarray:
 _CONSTANT_X = {"x": "constant"}  # every checker here passes `x` as a tensor, never a variable
 
 
-def _differentiates_itself(facts) -> Why | None:
+def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
     """Ones everywhere from a call whose target is its source (`tape.gradient(y, y)`), if the code shows one."""
     call = facts.returned_call()
-    if call is not None and call.target == call.source:
-        return Why(f"`{call.text()}` differentiates `{call.source}` by itself, which gives ones. Did you mean "
-                   f"`{call.tape}.{call.method}(z, {call.source})`?", "target-is-source")
-    return None
+    if call is None or call.target != call.source:
+        return []
+    return [Alternative("the source differentiated by itself", np.ones_like(like), "target-is-source",
+                        f"`{call.text()}` differentiates `{call.source}` by itself, which gives ones. Did you mean "
+                        f"`{call.tape}.{call.method}(z, {call.source})`?")]
 
 
 # --- 3.1 ------------------------------------------------------------------------------------
@@ -97,13 +99,13 @@ def intermediate_gradient(x):
         expected = numeric_gradient(lambda y_: float(np.sum(y_**2)), x64**2)
         if got is None:
             raise none_feedback("`intermediate_gradient(x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
-        if mismatch(expected, got, "dz_dy"):
-            dz_dx = allclose(4 * x64**3, got) and Why(
-                "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`.", "wrong-source")
-            dy_dx = allclose(2 * x64, got) and Why(
-                "That is dy/dx. The target is `z` and the source is `y`.", "wrong-target")
-            ones = allclose(np.ones_like(x64), got) and _differentiates_itself(facts)
-            raise wrong_value("dz_dy", expected, got, dz_dx, dy_dx, ones)
+        problem = wrong_value("dz_dy", expected, got, [
+            Alternative("dz/dx", 4 * x64**3, "wrong-source",
+                        "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
+            Alternative("dy/dx", 2 * x64, "wrong-target", "That is dy/dx. The target is `z` and the source is `y`."),
+            *_differentiates_itself(facts, x64)])
+        if problem:
+            raise problem
         if facts.found and facts.tapes == 0:
             raise Incorrect("Exercise 3.1: your numbers are right, but this exercise is about the tape. "
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
@@ -144,10 +146,11 @@ def input_saliency(model, x):
                             f"but should return one tensor of shape {x.shape}, like `x`. Did you take the "
                             "gradient with respect to the model's weights instead of the input `x`?",
                             cause="wrong-source")
-        if mismatch(expected, got, "saliency"):
-            kept_sign = allclose(signed, got) and Why(
-                "Those are the signed gradients: the saliency is their magnitude. Did you forget `tf.abs`?", "missing-abs")
-            raise wrong_value("saliency", expected, got, kept_sign)
+        problem = wrong_value("saliency", expected, got, [Alternative(
+            "the signed gradients", signed, "missing-abs",
+            "Those are the signed gradients: the saliency is their magnitude. Did you forget `tf.abs`?")])
+        if problem:
+            raise problem
 
 
 # --- 3.3 ------------------------------------------------------------------------------------
@@ -182,8 +185,9 @@ def input_only_gradient(model, x):
         expected = _input_gradient(weights, x.astype(np.float64))
         if gradient is None:
             raise none_feedback("`gradient` is `None`.", facts, facts.returned_call(0), _CONSTANT_X)
-        if mismatch(expected, gradient, "gradient"):
-            raise wrong_value("gradient", expected, gradient)
+        problem = wrong_value("gradient", expected, gradient)
+        if problem:
+            raise problem
         if not isinstance(watched, (list, tuple)):
             raise Incorrect(f"`watched` is a `{type(watched).__name__}`, but should be what "
                             "`tape.watched_variables()` returns (a tuple).", cause="not-from-tape")
@@ -249,8 +253,9 @@ def per_example_jacobian(model, x):
         if shape == expected.shape and not np.any(to_numpy(got)):
             raise none_feedback("`jacobian` is all zeros: `tape.batch_jacobian` gives zeros, not `None`, when the "
                                 "tape has no record of the source.", facts, facts.returned_call(), _CONSTANT_X)
-        if mismatch(expected, got, "jacobian"):
-            raise wrong_value("jacobian", expected, got)
+        problem = wrong_value("jacobian", expected, got)
+        if problem:
+            raise problem
 
 
 ex3_1 = IntermediateGradient()

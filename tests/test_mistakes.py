@@ -1,0 +1,33 @@
+"""The error table of `tapelab.mistakes`, checked against the errors TensorFlow and Keras really raise."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tapelab.mistakes import error_cause
+
+
+class LossToEveryMetric(keras.Model):
+    """A custom `train_step` that feeds the loss to every metric of `self.metrics`, the compiled ones included."""
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+        self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
+        for metric in self.metrics:
+            metric.update_state(loss)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+
+def test_loss_fed_to_the_compiled_metrics_is_explained():
+    """Is Keras 3's "CompileMetrics.update_state() missing 'y_pred'" explained as the loss fed to every metric?"""
+    inputs = keras.Input((2,))
+    model = LossToEveryMetric(inputs, keras.layers.Dense(1)(inputs))
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
+    with pytest.raises(TypeError) as raised:
+        model.fit(np.ones((4, 2), "float32"), np.ones((4, 1), "float32"), batch_size=4, epochs=1, verbose=0)
+    why = error_cause(raised.value)
+    assert why is not None and why.cause == "metric-fed-loss"
+    assert "update_state(y, y_pred)" in why.text
