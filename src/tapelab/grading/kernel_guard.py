@@ -8,12 +8,14 @@ guard.Session), which runs before the first notebook cell. `_install` then
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
   * blocks `gc.get_objects/get_referrers/get_referents` and ctypes memory access (the only ways
     to reach the closure), recording each attempt,
-  * records every class attribute written from outside the guard (they are audited),
+  * notes the class attribute writes CPython audits (only a few special attributes: an ordinary
+    `Cls.attr = value` raises no audit event, so every other class patch is found by comparing the
+    classes with their snapshot, which each check and each step does),
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n); it restores
     everything, re-imports tapelab fresh from disk, re-runs the trusted imports in the user
     namespace and reports what it found, authenticated with HMAC(secret, report),
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
-    reference bound at import) by restoring modules and classes before the checker compares.
+    reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
 submission and void the check it surrounds: tampering can only cost the student.
 """
@@ -38,7 +40,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     kernel = getattr(shell, "kernel", None)
     module_type, type_set, type_del = types.ModuleType, type.__setattr__, type.__delattr__
     missing = object()
-    state = {"n": 0, "busy": False, "findings": [], "dirty": set()}
+    state = {"n": 0, "busy": False, "findings": []}
 
     def api(value):
         return callable(value) or isinstance(value, (module_type, property, staticmethod, classmethod))
@@ -175,7 +177,6 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     def restore_all():
         restore_names()
         restore_classes(list(saved_classes))
-        state["dirty"].clear()
         restore_runtime()
         restore_names(ours["modules"])  # only to report: tapelab is then re-imported fresh from disk
         restore_classes(list(ours["classes"]), ours["classes"])
@@ -198,10 +199,9 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             return
         if event == "object.__setattr__" or event == "object.__delattr__":
             target = args[0]
-            if isinstance(target, type) and id(target) in saved_classes:
-                state["dirty"].add(id(target))
-                if event == "object.__delattr__" or api(args[2]):
-                    note(f"{target.__module__}.{target.__qualname__}.{args[1]} was written")
+            if isinstance(target, type) and id(target) in saved_classes and (
+                    event == "object.__delattr__" or api(args[2])):
+                note(f"{target.__module__}.{target.__qualname__}.{args[1]} was written")
             return
         if event in blocked:
             note(f"the notebook called {event}")
@@ -210,8 +210,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             state["busy"] = True
             try:
                 restore_names()
-                restore_classes(list(state["dirty"]))
-                state["dirty"].clear()
+                restore_classes(list(saved_classes))
             finally:
                 state["busy"] = False
             return
