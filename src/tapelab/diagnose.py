@@ -7,6 +7,7 @@ recording: the op where its path to the loss ends (a `tf.stop_gradient`, an int 
 an assignment, a line outside the tape) and the line that ran it; for NaN or Inf, the op that made the
 first non-finite value (log of 0, an overflow, the `tf.where` trap) or ran where its derivative is
 infinite (sqrt at 0). A cause is named only when the recording, the variable or your code shows it.
+Nothing is patched: a value leaving TensorFlow (`.numpy()`, NumPy) runs no op and is read from the source.
 
     report = diagnose(lambda: loss(model(x, training=True), y), model=model)
     print(report)          # or display it in a notebook; norms show a vanishing gradient
