@@ -163,4 +163,53 @@ def rounded_gradient(w, x, y):
     return tape.gradient(loss, w)
 ''', "compute `loss` inside the `with"),
     ],
+    "ex5_5_answer": [
+        Mistake("the optimizer applied anyway", '''
+def checked_apply(optimizer, grads, variables):
+    optimizer.apply_gradients(zip(grads, variables))
+''', "applied the step although"),
+        Mistake("None gradients dropped and the rest applied", '''
+def checked_apply(optimizer, grads, variables):
+    pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+    optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
+''', "applied the step although"),
+        Mistake("refused only when every gradient is None", '''
+def checked_apply(optimizer, grads, variables):
+    if all(g is None for g in grads):
+        raise ValueError(f"no gradients for {[v.path for v in variables]}")
+    optimizer.apply(grads, variables)
+''', "applied the step although"),
+        Mistake("variables named by name, not path", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.name for g, v in zip(grads, variables) if g is None]
+    if missing:
+        raise ValueError(f"no gradient for {missing}")
+    optimizer.apply(grads, variables)
+''', "Did you mean `v.path`"),
+        Mistake("applied first, refused after", '''
+def checked_apply(optimizer, grads, variables):
+    optimizer.apply(grads, variables)
+    missing = [v.path for g, v in zip(grads, variables) if g is None]
+    if missing:
+        raise ValueError(f"no gradient for {missing}")
+''', "half applied"),
+        Mistake("the None test inverted", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.path for g, v in zip(grads, variables) if g is not None]
+    if missing:
+        raise ValueError(f"no gradient for {missing}")
+    optimizer.apply(grads, variables)
+''', "which does not name `aux/kernel`"),
+        Mistake("every variable listed in the refusal", '''
+def checked_apply(optimizer, grads, variables):
+    if any(g is None for g in grads):
+        raise ValueError(f"a None gradient among {[v.path for v in variables]}")
+    optimizer.apply(grads, variables)
+''', "whose gradients exist"),
+        Mistake("the healthy step refused too", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.path for g, v in zip(grads, variables) if g is None]
+    raise ValueError(f"refusing the step: no gradient for {missing}")
+''', "although every gradient exists"),
+    ],
 }
