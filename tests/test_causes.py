@@ -3,7 +3,7 @@ import ast
 from pathlib import Path
 
 from tapelab.causes import CAUSES
-from tapelab.exercises.debugging_none import _BLOCKER_CODES
+from tapelab.diagnose import CAUSES as DIAGNOSED
 from tapelab.mistakes import _FIXED
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tapelab"
@@ -21,7 +21,7 @@ def _raised_codes() -> set[str]:
             name = getattr(node.func, "id", "")
             if name in ("Explanation", "Why") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
                 codes.add(node.args[1].value)
-    return codes | {code for _, code, _ in _FIXED} | set(_BLOCKER_CODES.values())
+    return codes | {code for _, code, _ in _FIXED} | set(DIAGNOSED)
 
 
 def test_every_cause_code_raised_is_catalogued():
@@ -42,3 +42,11 @@ def test_each_cause_has_a_title_and_a_fix():
     """Does every catalogue entry carry a one-line title and a one-line fix?"""
     for cause in CAUSES.values():
         assert cause.title and cause.fix and "\n" not in cause.title + cause.fix, cause
+
+
+def test_each_code_is_catalogued_once():
+    """Does every code appear once in the catalogue, so no entry silently replaces another?"""
+    from collections import Counter
+    from tapelab.causes import _CATALOGUE
+    twice = [code for code, n in Counter(c.code for c in _CATALOGUE).items() if n > 1]
+    assert not twice, twice

@@ -5,6 +5,7 @@ establish a cause; then the message says only what was observed. A wrong diagnos
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -337,6 +338,16 @@ _FIXED = (  # (needle in the error text, cause code, explanation)
 )
 
 
+def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) -> Explanation:
+    """Why some gradient the function returns was None, when the error does not say which: each returned
+    element's gradient call is explained, and a cause is given only if exactly one is established."""
+    returned = facts.returns[-1] if facts.returns else None
+    count = len(returned.elts) if isinstance(returned, (ast.List, ast.Tuple)) else 0
+    calls = [facts.returned_call(i) for i in range(count)] if count else [facts.returned_call()]
+    found = {why.cause: why for why in (explain_none(facts, c, values) for c in calls if c) if why.cause}
+    return next(iter(found.values())) if len(found) == 1 else _NOTHING
+
+
 def error_cause(error: BaseException, facts: CodeFacts | None = None,
                 values: Mapping[str, Any] | None = None) -> Explanation | None:
     """The likely mistake behind an exception raised by a student's tape code, if known.
@@ -348,7 +359,7 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     facts = facts or CodeFacts()
     text = str(error)
     if "Attempt to convert a value (None)" in text and facts.found:
-        why = explain_none(facts, facts.returned_call(), values)
+        why = _one_none_explanation(facts, values)
         return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}".strip(),
                            why.cause)
     if "non-persistent GradientTape can only be used to compute one set" in text:

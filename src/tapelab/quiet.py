@@ -12,11 +12,13 @@ thread forwards what arrives there to the cell's stderr stream (OutStream's `wat
 """
 from __future__ import annotations
 
-import logging
+import contextlib
 import os
 import sys
 import tempfile
 import warnings
+
+from tapelab.tf_log import tf_log_messages
 
 __all__ = ["Quiet", "StderrFd"]
 
@@ -64,28 +66,21 @@ def _flush_python_stderr() -> None:
         pass
 
 
-class Quiet(logging.Handler):
-    """Context manager: collect the `tensorflow` logger's records, all warnings and whatever reaches
-    file descriptor 2 in `lines` (in that order)."""
+class Quiet:
+    """Context manager: collect the `tensorflow` logger's records (tapelab.tf_log), all warnings and
+    whatever reaches file descriptor 2 in `lines` (in that order)."""
 
     def __enter__(self) -> "Quiet":
-        self.lines: list[str] = []
-        self._logger = logging.getLogger("tensorflow")
-        self._saved = (self._logger.handlers[:], self._logger.propagate)
-        self._logger.handlers, self._logger.propagate = [self], False
-        self._warnings = warnings.catch_warnings(record=True)
-        self._caught = self._warnings.__enter__()
+        self._stack = contextlib.ExitStack()
+        self._logged = self._stack.enter_context(tf_log_messages())
+        self._caught = self._stack.enter_context(warnings.catch_warnings(record=True))
         warnings.simplefilter("always")
-        self._fd = StderrFd().__enter__()
+        self._fd = self._stack.enter_context(StderrFd())
+        self.lines: list[str] = self._logged
         return self
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
 
     def __exit__(self, *exc) -> None:
         try:
-            self._fd.__exit__(*exc)
+            self._stack.__exit__(*exc)
         finally:
-            self._warnings.__exit__(*exc)
-            self.lines += [str(w.message) for w in self._caught] + self._fd.lines
-            self._logger.handlers, self._logger.propagate = self._saved
+            self.lines = self._logged + [str(w.message) for w in self._caught] + self._fd.lines

@@ -123,30 +123,91 @@ def sigmoid_slopes(x):
 ''', "sigmoid itself"),
     ],
     "ex1_4_answer": [
-        Mistake("backward difference", '''
-def central_difference(f, x, h=1e-3):
-    return (f(x) - f(x - h)) / h
-''', "backward difference"),
-        Mistake("operator precedence: / 2 * h", '''
-def central_difference(f, x, h=1e-3):
-    return (f(x + h) - f(x - h)) / 2 * h
-''', "Write `/ (2 * h)`"),
+        Mistake("x left in float32", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "has dtype float32"),
+        Mistake("the difference taken at the Python float", '''
+def gradient_check(f, x, h=1e-5):
+    x64 = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x64)
+        y = f(x64)
+    tape_slope = tape.gradient(y, x64)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "a float32 tensor met a float64 one"),
+        Mistake("absolute error, not relative", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    return tape_slope, numeric_slope, abs(tape_slope - numeric_slope)
+''', "Divide it by `abs(numeric_slope)`"),
         Mistake("forward difference", '''
-def central_difference(f, x, h=1e-3):
-    return (f(x + h) - f(x)) / h
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - y) / h
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
 ''', "forward difference"),
-        Mistake("divides by h, not 2h", '''
-def central_difference(f, x, h=1e-3):
-    return (f(x + h) - f(x - h)) / h
-''', "apart: divide by `2 * h`"),
-        Mistake("the step hard-coded in the formula", '''
-def central_difference(f, x, h=1e-3):
-    return (f(x + 1e-3) - f(x - 1e-3)) / 2e-3
+        Mistake("the step hard-coded", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + 1e-5) - f(x - 1e-5)) / 2e-5
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
 ''', "the `h` you were given"),
-        Mistake("the step overwritten with the default", '''
-def central_difference(f, x, h=1e-3):
-    h = 1e-3
-    return (f(x + h) - f(x - h)) / (2 * h)
-''', "the `h` you were given"),
+        Mistake("signed error, no abs", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = (tape_slope - numeric_slope) / numeric_slope
+    return tape_slope, numeric_slope, rel_error
+''', "wrong sign"),
+        Mistake("a float64 constant, not watched", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "tape.watch(x)"),
+        Mistake("operator precedence: / 2 * h", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / 2 * h
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "Write `/ (2 * h)`"),
     ],
 }

@@ -1,15 +1,17 @@
 """Exercises of notebook 01_basic_tape: first gradients, several sources, non-scalar targets,
-and a finite-difference check."""
+and a gradient check of the tape against central differences."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import tensorflow as tf
 
 from tapelab.alternatives import Alternative, wrong_value
-from tapelab.compare import allclose, fmt, mismatch
+from tapelab.compare import allclose, fmt, mismatch, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
-from tapelab.mistakes import none_feedback
+from tapelab.mistakes import Explanation, explain_none, none_feedback
 from tapelab.oracle import numeric_gradient
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
@@ -158,55 +160,166 @@ def sigmoid_slopes(x):
         _require_tape(self, facts)
 
 
-_DEFAULT_H = 1e-3  # the default of `central_difference`'s `h` in the notebook
-_FUNCTIONS = {"sin": np.sin, "cube": lambda x: x**3, "exp": np.exp, "cubic": _cubic, "tanh": np.tanh}
+_DEFAULT_H = 1e-5  # the default of `gradient_check`'s `h` in the notebook
+# Functions built from TensorFlow ops (called on a Python float they give float32), and their derivatives.
+_FUNCTIONS = {
+    "sin(x^2)": (lambda x: tf.sin(x**2), lambda x: 2 * x * np.cos(x**2)),
+    "exp(-x)": (lambda x: tf.exp(-x), lambda x: -np.exp(-x)),
+    "x*exp(-x)": (lambda x: x * tf.exp(-x), lambda x: (1 - x) * np.exp(-x)),
+    "tanh": (tf.tanh, lambda x: 1 - np.tanh(x) ** 2),
+    "softplus": (tf.math.softplus, _sigmoid),
+    "x^3-3x": (lambda x: x**3 - 3 * x, lambda x: 3 * x**2 - 3),
+}
+_SLOPE = dict(rtol=1e-9, atol=1e-12)  # float64 slopes from the same formula agree to a few ulps
 
 
-class CentralDifference(Exercise):
+def _float32(value) -> bool:
+    """Whether `value` (a tensor, a NumPy number) carries a single- or half-precision dtype."""
+    dtype = getattr(value, "dtype", None)
+    try:
+        return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)) in (np.float32, np.float16)
+    except TypeError:
+        return False
+
+
+def _central(f, x, h, dtype=tf.float64) -> float:
+    """The central difference of `f` at `x` with step `h`, `x` made a tensor of `dtype` first."""
+    x = tf.constant(x, dtype)
+    return float((f(x + h) - f(x - h)) / (2 * h))
+
+
+def _float32_tape(f, x) -> float:
+    x = tf.constant(x, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return float(tape.gradient(y, x))
+
+
+def _at(f, x) -> tf.Tensor:
+    return f(tf.constant(x, tf.float64))
+
+
+_ROUNDING = "in float32 the rounding error is as large as the difference a gradient check measures"
+_USE_FLOAT64 = "Did you make `x` a `tf.constant(x, tf.float64)` and use that tensor everywhere?"
+_IN_FLOAT32 = f"That is the float32 value: {_ROUNDING}. {_USE_FLOAT64}"
+_SIGNED = ("Your error has the wrong sign: it is a size, so take `abs` of the difference and of the slope you "
+           "divide by, `abs(tape_slope - numeric_slope) / abs(numeric_slope)`.")
+
+
+class GradientCheck(Exercise):
     number = "1.4"
-    answer = "central_difference"
-    visible_cases = (("cube", -1.5, 1e-2),)  # not the default h: a hard-coded step must fail here
-    praise = "a central difference is accurate to O(h^2), good enough to check a tape gradient."
+    answer = "gradient_check"
+    parameter_kinds = {"x": "constant"}
+    # Not the default h, so a hard-coded step fails here; the two cases' errors have opposite signs and
+    # both slopes are negative, so a missing `abs` fails too; |f'| is far from 1, so an absolute error fails.
+    visible_cases = (("exp(-x)", -1.0, 1e-3), ("sin(x^2)", 2.0, 1e-3))
+    praise = ("the tape and the central difference agree to a relative error that shrinks like h², "
+              "so the tape's gradient is right.")
     hints = (
-        "Evaluate `f` once on each side of `x`, at `x + h` and at `x - h`.",
-        "The two points are `2 * h` apart, so divide their difference by `2 * h`.",
-        "`return (f(x + h) - f(x - h)) / (2 * h)`",
+        "Make `x` a `tf.constant(x, tf.float64)` first: every value after it, `f(x + h)` included, is then float64.",
+        "Watch `x`, compute `y = f(x)` under the tape for `tape_slope`; outside it, "
+        "`numeric_slope = (f(x + h) - f(x - h)) / (2 * h)`.",
+        "`rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)`; "
+        "`return tape_slope, numeric_slope, rel_error`.",
     )
     solution_code = """
-def central_difference(f, x, h=1e-3):
-    return (f(x + h) - f(x - h)) / (2 * h)
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
 """
-    why = "Averaging the slopes on both sides of `x` cancels the error term in h, leaving an O(h^2) error."
+    why = ("In float64 the central difference is accurate to about h² plus a rounding error near 1e-16 / h, so a "
+           "relative error far below 1e-6 says the tape's gradient is right; in float32 the rounding error alone "
+           "can exceed 1e-4.")
 
     def check_case(self, fn, case, facts):
         name, x, h = case
-        f = _FUNCTIONS[name]
+        f, df = _FUNCTIONS[name]
         got = self.call(fn, f, x, h, shown=f"f={name}, x={x}, h={h}").value
-        expected = (f(x + h) - f(x - h)) / (2 * h)
-        if got is None:
-            raise Incorrect("`central_difference` returned `None`. Did you forget `return`?",
-                            cause="no-return" if facts.found and not facts.returns else None)
-        problem = wrong_value(f"central_difference({name}, {x}, {h})", expected, got, [
-            Alternative("the forward difference", (f(x + h) - f(x)) / h, "forward-difference",
-                        "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only to O(h). "
-                        "Step to both sides of `x`."),
-            Alternative("the backward difference", (f(x) - f(x - h)) / h, "forward-difference",
-                        "That is the backward difference `(f(x) - f(x - h)) / h`, accurate only to O(h). "
-                        "Step to both sides of `x`."),
+        if got is None and facts.found and not facts.returns:
+            raise Incorrect("`gradient_check` returned `None`. Did you forget `return`?", cause="no-return")
+        if not isinstance(got, (list, tuple)) or len(got) != 3:
+            raise Incorrect("`gradient_check` should return three values, `tape_slope, numeric_slope, rel_error`; "
+                            f"it returned {fmt(got) if got is None else type(got).__name__}.")
+        tape_slope, numeric_slope, rel_error = got
+        if tape_slope is None:
+            raise none_feedback("`tape_slope` is `None`.", facts, facts.returned_call(0), {"x": "constant"})
+        for part, value in (("tape_slope", tape_slope), ("numeric_slope", numeric_slope)):
+            if _float32(value):
+                raise Incorrect(f"`{part}` has dtype float32, but a gradient check needs float64: {_ROUNDING}. "
+                                f"{_USE_FLOAT64}", cause="float32-check")
+        self._slopes(name, f, df, x, h, tape_slope, numeric_slope)
+        t, n = float(to_numpy(tape_slope)), float(to_numpy(numeric_slope))
+        error = abs(t - n) / abs(n)
+        # Dividing by |t|, |n| or the larger of the two changes the error by a factor within 1 ± error: all accepted.
+        problem = wrong_value("rel_error", error, rel_error, [
+            Alternative("the absolute error", abs(t - n), "absolute-error",
+                        "That is the absolute difference `abs(tape_slope - numeric_slope)`. Divide it by "
+                        "`abs(numeric_slope)` to get the relative error."),
+            Alternative("a signed error", (t - n) / abs(n), "signed-error", _SIGNED),
+            Alternative("a signed error", (n - t) / abs(n), "signed-error", _SIGNED),
+            Alternative("a signed error", abs(t - n) / n, "signed-error", _SIGNED),
+        ], rtol=1e-6 + 2 * error, atol=1e-20)
+        if problem:
+            raise problem
+        _require_tape(self, facts)
+
+    def _explain_error(self, error: Exception, doing: str) -> Explanation:
+        """Two errors this task's code meets: float32 mixed with float64, and a `None` gradient (the returned
+        tuple's first item) used in the error's arithmetic, explained from that item's gradient call."""
+        text = str(error)
+        if re.search(r"expected to be a (double|float) tensor but is a (float|double) tensor", text):
+            return Explanation(f"{doing} raised `{type(error).__name__}`: a float32 tensor met a float64 one. A "
+                               f"gradient check needs every value in float64: {_ROUNDING}. Did you call `f` on the "
+                               "Python float `x` (TensorFlow makes that float32) instead of your float64 tensor?",
+                               "float32-check")
+        if "Attempt to convert a value (None)" in text and self._facts.found:
+            why = explain_none(self._facts, self._facts.returned_call(0), self.parameter_kinds)
+            if why.cause:
+                return Explanation(f"{doing} raised `{type(error).__name__}`: the tape's gradient is `None`, and "
+                                   f"the next operation could not use it. {why.text}", why.cause)
+        return super()._explain_error(error, doing)
+
+    def _slopes(self, name, f, df, x, h, tape_slope, numeric_slope) -> None:
+        """Raise if the tape's slope is not f'(x) in float64, or the difference is not the central one at `h`."""
+        problem = wrong_value("tape_slope", df(x), tape_slope, [
+            Alternative("the float32 tape gradient", lambda: _float32_tape(f, x), "float32-check", _IN_FLOAT32)],
+            **_SLOPE)
+        if problem:
+            raise problem
+        expected = _central(f, x, h)
+        problem = wrong_value(f"numeric_slope for f={name}, x={x}, h={h}", expected, numeric_slope, [
+            Alternative("the forward difference", lambda: float((_at(f, x + h) - _at(f, x)) / h),
+                        "forward-difference", "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only "
+                        "to O(h). Step to both sides of `x`."),
+            Alternative("the backward difference", lambda: float((_at(f, x) - _at(f, x - h)) / h),
+                        "forward-difference", "That is the backward difference `(f(x) - f(x - h)) / h`, accurate only "
+                        "to O(h). Step to both sides of `x`."),
             Alternative("a division by h", 2 * expected, "constant-factor",
                         "You divided by `h`, but `x + h` and `x - h` are `2 * h` apart: divide by `2 * h`."),
             Alternative("a / 2 * h", expected * h * h, "constant-factor",
                         "That is the difference divided by 2 and then multiplied by `h`: `a / 2 * h` means "
                         "`(a / 2) * h`. Write `/ (2 * h)`."),
-            Alternative("the default step", (f(x + _DEFAULT_H) - f(x - _DEFAULT_H)) / (2 * _DEFAULT_H), "ignored-step",
+            Alternative("the default step", lambda: _central(f, x, _DEFAULT_H), "ignored-step",
                         f"That is the central difference with the default step `h={_DEFAULT_H}`, not the `h={h}` "
                         "you were given. Did you use the `h` you were given, in both evaluations and the division?"),
-        ], rtol=1e-6, atol=1e-9)
+            Alternative("float32 evaluations", lambda: float((f(x + h) - f(x - h)) / (2 * h)), "float32-check",
+                        "That is the central difference of `f` called on Python floats, which TensorFlow turns into "
+                        "float32. Did you evaluate `f` at `x + h` and `x - h` of your float64 tensor `x`?"),
+            Alternative("float32 evaluations", lambda: _central(f, x, h, tf.float32), "float32-check", _IN_FLOAT32),
+        ], **_SLOPE)
         if problem:
             raise problem
+
 
 
 ex1_1 = CubicSlope()
 ex1_2 = LossGradients()
 ex1_3 = SigmoidSlopes()
-ex1_4 = CentralDifference()
+ex1_4 = GradientCheck()
