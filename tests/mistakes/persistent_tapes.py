@@ -193,6 +193,14 @@ def second_derivative(f, x):
     del tape
     return d2y_dx2
 ''', "Did you nest two tapes"),
+        Mistake("one persistent tape kept after the second derivative", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+        dy_dx = tape.gradient(y, x)
+    return tape.gradient(dy_dx, x)
+''', "drops its record by itself"),
     ],
     "ex4_4_answer": [
         Mistake("persistent inner tape asked for the Hessian", '''
@@ -239,5 +247,15 @@ def hessian(f, x):
         y = f(x)
     return outer.jacobian(y, x)
 ''', "That is the gradient of `f`"),
+        Mistake("one persistent tape for the Hessian", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+        g = tape.gradient(y, x)
+    h = tape.jacobian(g, x)
+    del tape
+    return h
+''', "one per order of derivative"),
     ],
 }

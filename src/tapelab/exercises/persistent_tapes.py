@@ -266,12 +266,12 @@ def _require_nested_tapes(facts, logs: list[str]) -> None:
     one_tape = facts.found and facts.tapes < 2
     if one_tape or (not facts.found and any(_INSIDE_WITH_LOG in line for line in logs)):
         raise Incorrect(
-            "Your value is right, and one persistent tape that calls `gradient` inside its own block can compute it "
-            "(that is the case TensorFlow's efficiency warning allows). This exercise asks for nested tapes: the "
-            "inner tape records only `f` and is released after its one `gradient` call, the outer tape records only "
-            "what it must differentiate again, and each order of derivative has its own tape, where one persistent "
-            "tape keeps every intermediate of both passes until `del`. Did you nest two tapes, an inner one for "
-            "the first derivative inside an outer one for the second?", cause="one-tape-second-derivative")
+            "Your value is right: one persistent tape that calls `gradient` inside its own block computes it too "
+            "(the one case TensorFlow's efficiency warning allows), and it needs the same intermediates at its "
+            "peak. The rule of Exercises 4.3 and 4.4 is two nested tapes, one per order of derivative, because of "
+            "the release: each ordinary tape drops its record by itself after its one call, where one persistent "
+            "tape keeps both passes until you `del` it. Did you nest two tapes, an inner one for the first "
+            "derivative inside an outer one for the second?", cause="one-tape-second-derivative")
 
 
 # ---------------------------------------------------------------- 4.4 Hessian
