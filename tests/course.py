@@ -37,7 +37,7 @@ class Submission:
 # Mistake tiers graded by stock nbgrader (tier k holds each exercise's k-th catalogued mistake): a bounded
 # sample, since every catalogued mistake is graded in-process by tests/exercises/test_checkers.py and
 # each tier costs one kernel per notebook. TAPELAB_ROUND_TRIP_TIERS=99 sends the whole catalogue.
-ROUND_TRIP_TIERS = int(os.environ.get("TAPELAB_ROUND_TRIP_TIERS", "3"))
+ROUND_TRIP_TIERS = int(os.environ.get("TAPELAB_ROUND_TRIP_TIERS", "1"))
 
 
 def round_trip_submissions(notebook: str) -> list[Submission]:
