@@ -57,6 +57,7 @@ bench: venv
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/widgets_browser.py
 	$(BIN)/python bench/diagnose.py
+	$(BIN)/python bench/lint.py
 
 # Every mutant of every reference answer, plus instant-check/nbgrader agreement on all of them
 # (`make test` runs a bounded sample of both).

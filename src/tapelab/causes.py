@@ -204,6 +204,16 @@ _CATALOGUE = (
           "Pass the batch size to the loss metric: `update_state(loss, sample_weight=tf.shape(x)[0])`."),
     Cause("loss-not-scaled", "a mixed-precision step that never scales the loss, so every update is divided "
           "by the loss scale", "Differentiate `self.optimizer.scale_loss(loss)`; `optimizer.apply` unscales."),
+    Cause("gradients-not-checked", "a guard that checks the loss but applies non-finite gradients",
+          "Check every gradient too: `tf.reduce_all(tf.math.is_finite(g))`."),
+    Cause("loss-not-checked", "a guard that checks the gradients but accepts a NaN loss or an empty batch",
+          "Check `tf.math.is_finite(loss)` and `tf.shape(x)[0] > 0` as well."),
+    Cause("applied-anyway", "a step that reports it refused the gradients but applied them",
+          "Call `optimizer.apply` only inside the branch taken when the step is good (`tf.cond`)."),
+    Cause("error-swallowed", "a malformed batch answered with a return value instead of an error",
+          "Do not catch the exception: a batch of the wrong shape must stop the run."),
+    Cause("eager-only-check", "a check that needs a tensor's value (`.numpy()`, `bool()`) inside `tf.function`",
+          "Compute the check with tensor ops and branch with `tf.cond`."),
     Cause("float16-mismatch", "a float16 prediction combined with float32 targets under mixed precision",
           "Cast the prediction first: `tf.cast(y_pred, y.dtype)`."),
     # tapelab.diagnose: where a gradient path breaks, and bad gradients

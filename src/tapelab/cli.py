@@ -173,6 +173,28 @@ def _feedback(args: argparse.Namespace) -> int:
     return 1 if outputs.problems else 0
 
 
+def _lint(args: argparse.Namespace) -> int:
+    from tapelab.lint import lint_paths, load_config
+    from tapelab.lint.output import render
+
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        print(f"tapelab lint: {', '.join(missing)} does not exist: pass .py files, notebooks or folders", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config or Path.cwd())
+    except (KeyError, ValueError) as error:  # KeyError's str() adds quotes: print its message as written
+        print(f"tapelab lint: [tool.tapelab.lint] in pyproject.toml: {error.args[0]}", file=sys.stderr)
+        return 2
+    findings, warnings, _ = lint_paths(args.paths, config, jobs=args.jobs)
+    for warning in warnings:
+        print(f"tapelab lint: warning: {warning}", file=sys.stderr)
+    text = render(findings, args.format)
+    if text:
+        print(text)
+    return 1 if findings else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tapelab", description="Instructor tools for the tapelab course.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -218,6 +240,19 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the nbgrader course folder (default: grader/course)")
     feedback.add_argument("--force", action="store_true", help="regenerate every page, changed or not")
     feedback.set_defaults(run=_feedback)
+    lint = commands.add_parser(
+        "lint", help="check .py files and notebooks for GradientTape pitfalls (docs/lint.md)",
+        description="Report the guide's GradientTape pitfalls. Exit status: 0 clean, 1 findings, 2 usage error.")
+    lint.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".py files, notebooks or folders")
+    lint.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                      help="text (default), json, GitHub workflow annotations, or SARIF 2.1.0")
+    lint.add_argument("--config", type=Path, metavar="DIR",
+                      help="where to look for pyproject.toml's [tool.tapelab.lint] (default: here and above)")
+    lint.add_argument("--jobs", type=int, default=None, help="processes (default: number of CPUs)")
+    lint.set_defaults(run=_lint)
+    from tapelab.grading.after_cli import add_commands  # insight, export, review
+
+    add_commands(commands)
     return parser
 
 

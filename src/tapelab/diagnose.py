@@ -220,62 +220,61 @@ class _Run:
     def _zero(self, name: str) -> Entry:
         dead = dead_relu(self.record, self.loss_id)
         if dead is not None:
-            return Entry(name, "zero", "zero_gradient",
+            return Entry(name, "zero", "zero-gradient",
                          f"`{name}` has a gradient, but every entry is 0, and `{dead.kind}` at {dead.where} outputs 0 "
                          "for every input of this batch (a dead relu), so nothing flows back through it. Try other "
-                         "initial values, a smaller learning rate or `leaky_relu`.", "zero-gradient", dead.kind,
+                         "initial values, a smaller learning rate or `leaky_relu`.", dead.kind,
                          dead.where, 0.0)
-        return Entry(name, "zero", "zero_gradient",
+        return Entry(name, "zero", "zero-gradient",
                      f"`{name}` has a gradient, but every entry is 0. Is a unit saturated (a sigmoid near 0 or 1), "
                      "is the loss multiplied by zero, or does the loss not change with it (a sign, a constant "
-                     "sum)? Try other initial values or a smaller learning rate.", "zero-gradient", norm=0.0)
+                     "sum)? Try other initial values or a smaller learning rate.", norm=0.0)
 
     def _none(self, name: str, var: Any, sliced: tuple[str, str] | None, missing: str | None) -> Entry:
         if not self.loss_is_tensor:
             return self._not_a_tensor(name)
         if self.spent:
-            return Entry(name, "None", "tape_used_twice",
+            return Entry(name, "None", "tape-used-twice",
                          "Your tape is not persistent and had already computed a set of gradients, so it could "
                          "not compute these. Ask for every gradient in one call with a list of sources, or open "
-                         "the tape with `persistent=True`.", "tape-used-twice")
+                         "the tape with `persistent=True`.")
         if missing:
             where = next((op.where for op in self.record.ops if op.kind == missing), None)
-            return Entry(name, "None", "no_gradient_registered",
+            return Entry(name, "None", "no-gradient-registered",
                          f"Computing the gradient raised `LookupError`: TensorFlow has no gradient for the operation "
                          f"`{missing}`" + (f" (run at {where})" if where else "") + ", and the backward pass "
                          "stops there. Can you replace it with differentiable ops, or wrap it in "
-                         "`tf.custom_gradient` with a gradient you define?", "no-gradient-registered",
+                         "`tf.custom_gradient` with a gradient you define?",
                          missing, where)
         is_variable = hasattr(var, "assign") and hasattr(var, "trainable")
         if is_variable and self._state_of_model(var):
-            return Entry(name, "None", "not_trainable",
+            return Entry(name, "None", "all-variables",
                          f"`{name}` is one of the model's non-trainable variables (a BatchNorm moving statistic, "
                          "a seed state): its layer updates it, not a gradient. Did you pass `model.variables`? "
-                         "Ask for the gradients of `model.trainable_variables`.", "all-variables")
+                         "Ask for the gradients of `model.trainable_variables`.")
         dtype = getattr(var, "dtype", None)
         if dtype is not None and not tf.as_dtype(dtype).is_floating:
-            return Entry(name, "None", "int_dtype",
+            return Entry(name, "None", "int-dtype",
                          f"`{name}` has dtype `{tf.as_dtype(dtype).name}`. Only floating-point values have "
-                         f"gradients: did you create it from integers? Write `2.0`, not `2`, or pass `dtype=tf.float32`.",
-                         "int-dtype")
+                         f"gradients: did you create it from integers? Write `2.0`, not `2`, or pass `dtype=tf.float32`.")
         if is_variable and not var.trainable:
-            return Entry(name, "None", "not_trainable",
+            return Entry(name, "None", "not-trainable",
                          f"`{name}` is a variable with `trainable=False`, and the tape only watches trainable "
                          "variables by itself. Did you mean it to be trained? Create it with `trainable=True`, "
-                         f"or call `tape.watch({name})` inside the `with` block.", "not-trainable")
+                         f"or call `tape.watch({name})` inside the `with` block.")
         source_id = tensor_id(var)
         if self.loss_id is not None and self.loss_id < self.record.start and self.loss_id != source_id:
-            return Entry(name, "None", "loss_outside_tape",
+            return Entry(name, "None", "outside-tape",
                          "`loss_fn` returned a loss that existed before it ran: it was computed before the "
                          "tape started recording, so the tape holds no path to any variable. Did you compute the "
-                         "loss inside `with tf.GradientTape() as tape:`?", "outside-tape")
+                         "loss inside `with tf.GradientTape() as tape:`?")
         if not is_variable:
             return self._unwatched_tensor(name, sliced)
         if (self.handed is not None and not self.handed._watch_accessed_variables
                 and id(var) not in {id(v) for v in self.handed.watched_variables()}):
-            return Entry(name, "None", "not_watched",
+            return Entry(name, "None", "not-watched",
                          f"Your tape was opened with `watch_accessed_variables=False`, and `{name}` was never "
-                         f"passed to `tape.watch`. Call `tape.watch({name})` inside the `with` block.", "not-watched")
+                         f"passed to `tape.watch`. Call `tape.watch({name})` inside the `with` block.")
         found = find_break(self.record, source_id, self.loss_id)
         if found is not None and found.code == "not-connected" and found.trail and host_data_in(self.record, self.loss_id):
             left = leaving_call(self.loss_fn, found.trail)
@@ -291,32 +290,30 @@ class _Run:
     def _not_a_tensor(self, name: str) -> Entry:
         loss = self.loss
         if loss is None:
-            return Entry(name, "None", None, "`loss_fn` returned `None`, so there is no loss to differentiate. "
-                         "Does it end with `return loss`?", "none-target")
-        return Entry(name, "None", "numpy",
+            return Entry(name, "None", "none-target", "`loss_fn` returned `None`, so there is no loss to differentiate. "
+                         "Does it end with `return loss`?")
+        return Entry(name, "None", "numpy-in-path",
                      f"`loss_fn` returned a `{type(loss).__name__}`, not a tensor: the loss left TensorFlow "
                      "(`float()`, `.numpy()` or a NumPy function), and the tape differentiates tensors only. "
-                     "Return the tensor itself.", "numpy-in-path")
+                     "Return the tensor itself.")
 
     def _unwatched_tensor(self, name: str, sliced: tuple[str, str] | None) -> Entry:
         if sliced:
             text, base = sliced
-            return Entry(name, "None", "sliced_source",
+            return Entry(name, "None", "sliced-source",
                          f"`{text}` is a new tensor computed from the variable `{base}` before the tape, not "
                          f"`{base}` itself, so the tape never watched it. Differentiate the variable and index "
-                         f"the gradient: `tape.gradient(loss, {base})` and then take the part you want.",
-                         "sliced-source")
+                         f"the gradient: `tape.gradient(loss, {base})` and then take the part you want.")
         rebound = self._rebinding(name)
         if rebound:
             made, later = rebound
-            return Entry(name, "None", "replaced_by_tensor",
+            return Entry(name, "None", "replaced-by-tensor",
                          f"`{name}` is a tensor, not a `tf.Variable`: line {made.lineno} made it a variable, and "
                          f"line {later.lineno} (`{later.text}`) replaced it by the result. Did you mean "
-                         f"`{name}.assign_sub(...)` (or `assign_add`), which changes the variable in place?",
-                         "replaced-by-tensor")
-        return Entry(name, "None", "not_watched",
+                         f"`{name}.assign_sub(...)` (or `assign_add`), which changes the variable in place?")
+        return Entry(name, "None", "not-watched",
                      f"`{name}` is a tensor, and a tape only watches trainable variables by itself. Did you call "
-                     f"`tape.watch({name})` inside the `with` block, or mean it to be a `tf.Variable`?", "not-watched")
+                     f"`tape.watch({name})` inside the `with` block, or mean it to be a `tf.Variable`?")
 
     def _rebinding(self, name: str):
         """(the binding that made `name` a variable, a later one rebinding it to itself), in the caller's scope."""
@@ -334,13 +331,23 @@ class _Run:
             if tensor_id(value) in leaves and not hasattr(value, "assign") and self.caller is not None:
                 for binding in bindings(self.caller, free_name, self.loss_fn):
                     if any(_owns(self.known.get(read), var) for read in binding.reads):
-                        return Entry(name, "None", "loss_outside_tape",
+                        return Entry(name, "None", "outside-tape",
                                      f"The loss uses `{free_name}`, computed from `{name}` before the tape started "
                                      f"recording (line {binding.lineno}: `{binding.text}`), so no recorded op reads "
-                                     f"`{name}`. Compute `{free_name}` inside the loss function.", "outside-tape")
-        return Entry(name, "None", "not_connected",
+                                     f"`{name}`. Compute `{free_name}` inside the loss function.")
+        if self._seen_by_tape(var):  # read under the tape by an op the recording missed: no cause established
+            return Entry(name, "None", None,
+                         f"The tape saw `{name}` read, but the recorded ops do not show how the loss uses it, so "
+                         f"where its path breaks is not known. Ask `tape.gradient` for the values computed from "
+                         f"`{name}` one by one: the first that gives None follows an operation without a gradient.")
+        return Entry(name, "None", "not-connected",
                      f"The loss never reads `{name}`: no recorded op used it. Does the loss really depend on "
-                     f"`{name}` (a branch not taken, a layer not called, a typo in a name)?", "not-connected")
+                     f"`{name}` (a branch not taken, a layer not called, a typo in a name)?")
+
+    def _seen_by_tape(self, var: Any) -> bool:
+        """Whether the tape recorded a read of `var` (a Keras variable is watched as the tf.Variable inside)."""
+        watched = {id(v) for v in self.tape.watched_variables()}
+        return id(var) in watched or id(getattr(var, "value", None)) in watched
 
     def _state_of_model(self, var: Any) -> bool:
         if self.model is None or getattr(var, "trainable", True):
@@ -383,9 +390,9 @@ def _untracked(model: Any, seen: set[int]) -> list[Entry]:
             if isinstance(value, tf.Variable) and id(value) not in tracked | seen | reported:
                 reported.add(id(value))
                 name = f"{layer.name}.{attr}"
-                entries.append(Entry(name, "untracked", "untracked_variable",
+                entries.append(Entry(name, "untracked", "untracked-variable",
                                      f"`{name}` is a plain `tf.Variable` on a Keras 3 layer, which Keras does not "
                                      "track: it is missing from `model.trainable_variables`, so your step never "
                                      "asks for its gradient and the optimizer never updates it. Did you mean "
-                                     "`self.add_weight(...)` in the layer?", "untracked-variable"))
+                                     "`self.add_weight(...)` in the layer?"))
     return entries

@@ -78,7 +78,7 @@ def run_all(watch):
         report = diagnose(fn, model=model) if name == "batchnorm" else diagnose(fn, [w])
         after = snapshot() if watch else {}
         watching[0] = False
-        found[name] = {"codes": sorted({str(e.code) for e in report.entries}),
+        found[name] = {"codes": sorted({str(e.cause) for e in report.entries}),
                        "during": differences(before, inside.pop()) if watch else [], "after": differences(before, after)}
     return found
 

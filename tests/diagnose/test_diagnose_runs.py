@@ -57,7 +57,7 @@ def test_a_lookup_error_falls_back_to_one_call_per_variable(monkeypatch):
     w, b = tf.Variable(1.0), tf.Variable(0.5)
     calls = _counting(monkeypatch)
     report = diagnose(lambda: tf.reduce_sum(tf.image.adjust_contrast(tf.ones([2, 2, 3]) * w, 2.0)) + b, [w, b])
-    assert len(calls) == 3 and report["w"].code == "no-gradient-registered"
+    assert len(calls) == 3 and report["w"].cause == "no-gradient-registered"
 
 
 def test_users_tape_without_watching_accessed_variables():
@@ -71,7 +71,7 @@ def test_users_tape_without_watching_accessed_variables():
         return loss
 
     report = diagnose(step, [w, b], tape=tf.GradientTape(watch_accessed_variables=False))
-    assert report["b"].ok and (report["w"].cause, report["w"].code) == ("not_watched", "not-watched")
+    assert report["b"].ok and report["w"].cause == "not-watched"
     assert "watch_accessed_variables=False" in report["w"].explanation
 
 
@@ -86,7 +86,7 @@ def test_users_tape_already_used_is_named_not_raised():
         return loss
 
     entry = diagnose(step, [w], tape=tf.GradientTape())["w"]
-    assert (entry.cause, entry.code) == ("tape_used_twice", "tape-used-twice")
+    assert entry.cause == "tape-used-twice"
 
 
 def test_users_persistent_tape_healthy_step():
@@ -113,4 +113,4 @@ def test_a_loss_that_is_not_a_tensor_is_named(returned, code):
     """Is a loss function returning a Python number, a NumPy value or None named for that, not as unconnected?"""
     w = tf.Variable(0.5)
     entry = diagnose(lambda: returned(tf.reduce_sum(w * X)), [w])["w"]
-    assert (entry.status, entry.code) == ("None", code) and "returned" in entry.explanation
+    assert (entry.status, entry.cause) == ("None", code) and "returned" in entry.explanation

@@ -1,8 +1,8 @@
 """Realistic wrong answers for 05_debugging_none, each with words its feedback must contain."""
 from answers import Mistake
 
-_RIGHT = {"A": "not_watched", "B": "non_differentiable", "C": "numpy",
-          "D": "state_change", "E": "not_trainable", "F": "loss_outside_tape"}
+_RIGHT = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
+          "D": "state-change", "E": "not-trainable", "F": "outside-tape"}
 
 
 def _classify(**wrong):
@@ -12,17 +12,19 @@ def _classify(**wrong):
 
 MISTAKES = {
     "ex5_1_answer": [
-        Mistake("a frozen variable taken for an unwatched constant (hidden snippet)", _classify(E="not_watched"),
+        Mistake("a frozen variable taken for an unwatched constant (hidden snippet)", _classify(E="not-watched"),
                 "look at how it was created"),
         Mistake("a loss outside the tape taken for an unwatched source (hidden snippet)",
-                _classify(F="not_watched"), "Where is `pred` computed?"),
-        Mistake("argmax taken for an unconnected loss", _classify(B="not_connected"),
+                _classify(F="not-watched"), "Where is `pred` computed?"),
+        Mistake("argmax taken for an unconnected loss", _classify(B="not-connected"),
                 "which operation on the path has no gradient"),
-        Mistake("a constant taken for a frozen variable", _classify(A="not_trainable"),
+        Mistake("a constant taken for a frozen variable", _classify(A="not-trainable"),
                 "it is a constant"),
-        Mistake("state change taken for a replaced variable (hidden snippet)", _classify(D="replaced_by_tensor"),
+        Mistake("state change taken for a replaced variable (hidden snippet)", _classify(D="replaced-by-tensor"),
                 "`counter` stays a variable"),
-        Mistake("a made-up cause id", _classify(C="numpy_call"), "not a cause id"),
+        Mistake("a made-up cause id", _classify(C="numpy_call"), "not a cause code"),
+        Mistake("a code written with underscores, like a Python name", _classify(A="not_watched"),
+                "written with hyphens"),
     ],
     "ex5_2_answer": [
         Mistake("stop_gradient moved onto the bias", '''

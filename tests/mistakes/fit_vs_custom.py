@@ -419,3 +419,57 @@ MISTAKES["ex6_2_answer"] += [
     Mistake("float16 prediction minus float32 target",
             _STEP_62.format(prediction="y_pred", target=_SCALED, update=_WEIGHTED), "tf.cast(y_pred, y.dtype)"),
 ]
+MISTAKES["ex6_4_answer"] += [
+    Mistake("the other variables taken from the second layer only", '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    first = model.layers[0].trainable_variables
+    others = model.layers[1].trainable_variables
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    grads_first, grads_others = tape.gradient(loss, [first, others])
+    opt_a.apply(grads_first, first)
+    opt_b.apply(grads_others, others)
+    return loss
+''', "did not change"),
+]
+
+_APPLY = '''
+    def apply():
+        optimizer.apply(grads, model.trainable_variables)
+        return tf.constant(True)
+
+    return tf.cond({condition}, apply, lambda: tf.constant(False))
+'''
+_FORWARD = '''
+def safe_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    grads = tape.gradient(loss, model.trainable_variables)
+'''
+_GRADS_FINITE = "tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])"
+MISTAKES["ex6_5_answer"] = [
+    Mistake("only the loss checked", _FORWARD + _APPLY.format(condition="tf.math.is_finite(loss)"),
+            "did you check only the loss?"),
+    Mistake("only the gradients checked", _FORWARD + _APPLY.format(condition=_GRADS_FINITE),
+            "did you check only the gradients?"),
+    Mistake("a Python check with .numpy()", _FORWARD + '''
+    if np.isfinite(loss.numpy()) and all(np.all(np.isfinite(g.numpy())) for g in grads) and len(x) > 0:
+        optimizer.apply(grads, model.trainable_variables)
+        return True
+    return False
+''', "Inside `tf.function` a tensor has no value"),
+    Mistake("applied before the check", _FORWARD + '''
+    optimizer.apply(grads, model.trainable_variables)
+    return (tf.shape(x)[0] > 0) & tf.math.is_finite(loss) & ''' + _GRADS_FINITE + '''
+''', "took a step anyway"),
+    Mistake("a malformed batch swallowed", '''
+def safe_step(model, optimizer, x, y):
+    try:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    except ValueError:
+        return tf.constant(False)
+    grads = tape.gradient(loss, model.trainable_variables)
+''' + _APPLY.format(condition="(tf.shape(x)[0] > 0) & tf.math.is_finite(loss) & " + _GRADS_FINITE),
+            "instead of raising"),
+]

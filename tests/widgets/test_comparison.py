@@ -57,10 +57,21 @@ def test_global_clipping_keeps_direction_and_caps_length(model):
 
 
 def test_tight_clipping_changes_the_curve_and_a_loose_one_does_not(model):
-    """Does a threshold of 0.5 slow training, while one above every gradient norm leaves fit's curve?"""
+    """Does a threshold of 0.5 slow training against the unclipped run, while one above every gradient norm
+    leaves the unclipped curve?"""
     tight, loose = model.state("global_clipnorm", 0.5), model.state("global_clipnorm", 50.0)
-    assert not tight.same_as_fit and tight.custom_losses[-1] > tight.fit_losses[-1]
-    assert loose.same_as_fit
+    assert tight.clipping_matters and tight.custom_losses[-1] > tight.unclipped_losses[-1]
+    assert not loose.clipping_matters
+    np.testing.assert_allclose(loose.custom_losses, loose.unclipped_losses, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", CLIP_MODES[1:])
+def test_clipped_loop_matches_fit_clipped_the_same_way(model, mode):
+    """Like with like: does the loop clipped by hand give the losses of `fit` whose optimizer has `mode=t`,
+    where the unclipped `fit` differs?"""
+    state = model.state(mode, 1.0)
+    assert state.same_as_fit and state.clipping_matters
+    np.testing.assert_allclose(state.custom_losses, state.fit_losses, rtol=1e-5)
 
 
 def test_settings_are_cached_and_arrays_read_only(model):
@@ -95,9 +106,12 @@ def test_changing_mode_redraws_the_curve_bars_and_readout(explorer):
     explorer.dropdown.value = "global_clipnorm"
     state = explorer.model.state("global_clipnorm", 0.5)
     np.testing.assert_array_equal(explorer._custom_line.get_ydata(), state.custom_losses)
+    np.testing.assert_array_equal(explorer._fit_line.get_ydata(), state.fit_losses)
+    np.testing.assert_array_equal(explorer._reference_line.get_ydata(), state.unclipped_losses)
     assert [bar.get_height() for bar in explorer._after_bars] == pytest.approx(list(state.grad_after))
     assert explorer.image.value != before_png and explorer.readout.value != before_text
-    assert "global_clipnorm=0.5" in explorer.readout.value and "differs" in explorer.readout.value
+    assert "global_clipnorm=0.5" in explorer.readout.value and "same losses" in explorer.readout.value
+    assert "clipping changed training" in explorer.readout.value
 
 
 def test_slider_is_disabled_without_clipping(explorer):

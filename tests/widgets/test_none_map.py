@@ -6,13 +6,13 @@ from tapelab.widgets.none_map import COLOURS, NoneMap, NoneMapModel, render_html
 
 EXPECTED = {
     "healthy step": {"w1": "ok", "b1": "ok", "w2": "ok", "b2": "ok"},
-    "loss outside the tape": {"w1": "loss_outside_tape", "b2": "loss_outside_tape"},
-    "stop_gradient on the hidden layer": {"w1": "stop_gradient", "b1": "stop_gradient", "w2": "ok"},
-    "argmax in the forward pass": {"w1": "non_differentiable", "w2": "ok"},
-    "NumPy relu": {"w1": "numpy", "b1": "numpy", "b2": "ok"},
-    "frozen bias": {"b2": "not_trainable", "w1": "ok"},
-    "dead relu": {"w1": "zero_gradient", "b2": "ok"},
-    "untracked tf.Variable": {"scaled.scale": "untracked_variable"},
+    "loss outside the tape": {"w1": "outside-tape", "b2": "outside-tape"},
+    "stop_gradient on the hidden layer": {"w1": "stop-gradient", "b1": "stop-gradient", "w2": "ok"},
+    "argmax in the forward pass": {"w1": "non-differentiable", "w2": "ok"},
+    "NumPy relu": {"w1": "numpy-in-path", "b1": "numpy-in-path", "b2": "ok"},
+    "frozen bias": {"b2": "not-trainable", "w1": "ok"},
+    "dead relu": {"w1": "zero-gradient", "b2": "ok"},
+    "untracked tf.Variable": {"scaled.scale": "untracked-variable"},
 }
 
 
@@ -59,6 +59,14 @@ def test_html_puts_each_variable_with_its_explanation(model):
     page = render_html("stop", "a test", rows)
     assert page.count(COLOURS["None"]) == 2 and page.count(COLOURS["ok"]) == 2
     assert "<code>tf.stop_gradient" in page
+
+
+def test_html_names_each_diagnosed_cause_by_its_code(model):
+    """Does the map show each variable's cause code, the one Exercise 5.1 answers with, and none for a healthy one?"""
+    rows = model.rows("loss outside the tape") + model.rows("healthy step")
+    page = render_html("both", "a test", rows)
+    assert page.count("<code>outside-tape</code>") == sum(r.cause == "outside-tape" for r in rows) > 0
+    assert all(f"<code>{r.cause}</code>" in page for r in rows if r.cause)
 
 
 def test_dropdown_change_redraws_silently(capfd):

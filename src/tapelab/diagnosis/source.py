@@ -25,7 +25,7 @@ _NP_NAMES = {"np", "numpy"}
 
 
 def blocking_call(fn: Callable, name: str) -> tuple[str, str] | None:
-    """The first call in `fn`'s source that blocks gradients to `name`, as (cause id, call text), if any."""
+    """The first call in `fn`'s source that blocks gradients to `name`, as (catalogue code, call text), if any."""
     return _Blockers.of(fn).blocker(name)
 
 
@@ -71,18 +71,18 @@ class _Blockers:
         args = set().union(*(self._closure(a) for a in node.args + [k.value for k in node.keywords]), set())
         cause = None
         if attr == "stop_gradient":
-            cause = "stop_gradient"
+            cause = "stop-gradient"
         elif base in _NP_NAMES or attr == "numpy":
-            cause = "numpy"
+            cause = "numpy-in-path"
             if attr == "numpy" and isinstance(func, ast.Attribute):
                 args |= self._closure(func.value)
         elif attr in _NON_DIFF:
-            cause = "non_differentiable"
+            cause = "non-differentiable"
         elif attr == "cast" and re.search(r"int|bool", ast.unparse(node.args[1]) if len(node.args) > 1 else
                                           " ".join(ast.unparse(k.value) for k in node.keywords)):
-            cause = "non_differentiable"
+            cause = "non-differentiable"
         elif attr in _STATE and isinstance(func, ast.Attribute):
-            cause = "state_change"
+            cause = "state-change"
         if cause:
             text = ast.unparse(node)
             self.calls.append((cause, text if len(text) < 60 else text[:57] + "...", args))

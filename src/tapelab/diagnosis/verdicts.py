@@ -8,54 +8,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tapelab.causes import cause
 from tapelab.diagnosis.paths import Break
 from tapelab.diagnosis.record import Location
 
 __all__ = ["CAUSES", "Entry", "for_break", "for_non_finite"]
 
-CAUSES: dict[str, str] = {
-    "not_trainable": "the variable is not trainable, so the tape does not watch it",
-    "not_watched": "a constant tensor that was never passed to `tape.watch`",
-    "not_connected": "the loss does not depend on the variable",
-    "stop_gradient": "`tf.stop_gradient` blocks the path from the loss to the variable",
-    "non_differentiable": "an operation with no gradient (argmax, round, cast to int, a comparison) is on the path",
-    "numpy": "NumPy or `.numpy()` on the path: the tape cannot see through NumPy",
-    "replaced_by_tensor": "a variable was replaced by a tensor (`x = x + 1` instead of `x.assign_add(1)`)",
-    "state_change": "the value reaches the loss through `assign`/`assign_add`, which has no gradient",
-    "int_dtype": "an integer variable or tensor: only floating-point values have gradients",
-    "loss_outside_tape": "the loss was computed outside the tape's `with` block",
-    "no_gradient_registered": "an operation on the path has no registered gradient (LookupError)",
-    "untracked_variable": "a plain `tf.Variable` on a Keras 3 layer: not in `trainable_variables`",
-    "zero_gradient": "a gradient that exists but is all zero (a dead relu, a flat loss)",
-    "non_finite": "a gradient holding NaN or Inf (log of 0, sqrt at 0, an overflow, the `tf.where` trap)",
-    "sliced_source": "a slice of a variable passed as the source: a new tensor the tape never watched",
-    "tape_used_twice": "a non-persistent tape asked for gradients a second time",
-}
+# the catalogue codes diagnose can establish, in the checklist's order: source, recording, path, values
+_ESTABLISHED = (
+    "not-trainable", "all-variables", "not-watched", "int-dtype", "replaced-by-tensor", "sliced-source",
+    "untracked-variable", "outside-tape", "unrecorded-gradient", "not-connected", "none-target", "tape-used-twice",
+    "stop-gradient", "non-differentiable", "numpy-in-path", "state-change", "no-gradient-registered",
+    "zero-gradient", "non-finite-value", "infinite-derivative", "where-nan-trap", "non-finite-input",
+    "non-finite-gradient",
+)
+CAUSES: dict[str, str] = {code: cause(code).title for code in _ESTABLISHED}  # code -> the catalogue's title
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One variable's verdict: gradient status, the established cause (course id and catalogue code),
-    the op and user line where its path breaks, and the gradient's norm when it has one."""
+    """One variable's verdict: gradient status, the established cause's catalogue code, the op and user
+    line where its path breaks, and the gradient's norm when it has one."""
 
     name: str
     status: str  # "ok", "zero", "None", "non_finite" or "untracked"
-    cause: str | None = None  # a key of CAUSES, or None when no cause is established
+    cause: str | None = None  # a key of CAUSES (a tapelab.causes code), or None when no cause is established
     explanation: str = ""
-    code: str | None = None  # the tapelab.causes catalogue code
     op: str | None = None
     where: Location | None = None
     norm: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.cause is not None and self.cause not in CAUSES:  # diagnose's own bug: fail where it is made
+            raise ValueError(f"{self.cause!r} is not a cause diagnose establishes; known: {', '.join(CAUSES)}")
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-_BREAK_CAUSE = {"stop-gradient": "stop_gradient", "non-differentiable": "non_differentiable",
-                "numpy-in-path": "numpy", "state-change": "state_change", "outside-tape": "loss_outside_tape",
-                "unrecorded-gradient": "loss_outside_tape", "no-gradient-registered": "no_gradient_registered",
-                "not-connected": "not_connected"}
 
 
 def for_break(name: str, found: Break) -> Entry:
@@ -88,7 +77,7 @@ def for_break(name: str, found: Break) -> Entry:
                          f"last used by `{found.op}` {at}. Does the loss really depend on that result (a branch "
                          "not taken, a result not returned, a typo in a name)?",
     }[code]
-    return Entry(name, "None", _BREAK_CAUSE[code], text, code, found.op, found.where)
+    return Entry(name, "None", code, text, found.op, found.where)
 
 
 _NON_FINITE_FIX = {
@@ -105,13 +94,12 @@ _NON_FINITE_FIX = {
 def for_non_finite(name: str, origin: tuple[Break, str] | None, norm: float) -> Entry:
     """The entry for a gradient holding NaN or Inf, naming the op that made it when the run shows one."""
     if origin is None:
-        return Entry(name, "non_finite", "non_finite",
+        return Entry(name, "non_finite", "non-finite-gradient",
                      f"The gradient of `{name}` holds NaN or Inf, yet every recorded value that feeds the loss is "
                      "finite and no op ran where diagnose knows its derivative is infinite: it arose in the "
                      "backward pass (an op's derivative at its input, or an overflow). Is the loss very large? "
-                     "Scale it down, or clip the inputs.",
-                     "non-finite-gradient", norm=norm)
+                     "Scale it down, or clip the inputs.", norm=norm)
     found, what = origin
-    return Entry(name, "non_finite", "non_finite",
+    return Entry(name, "non_finite", found.code,
                  f"The gradient of `{name}` holds NaN or Inf: {what}. {_NON_FINITE_FIX[found.code]}",
-                 found.code, found.op, found.where, norm)
+                 found.op, found.where, norm)

@@ -16,36 +16,39 @@ from tapelab.mistakes import explain_none
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5"]
 
-# snippet -> (right cause, what the snippet shows, {wrong id: the symptom that points elsewhere})
+# snippet -> (right cause code, what the snippet shows, {wrong code: the symptom that points elsewhere})
 _SNIPPETS: dict[str, tuple[str, str, dict[str, str]]] = {
-    "A": ("not_watched", "`x` is a `tf.constant`, and the gradient asked for is with respect to `x`.", {
-        "not_trainable": "Nothing here has `trainable=False`: `x` is not a variable at all, it is a constant.",
-        "not_connected": "`y = w * x` does use `x`, so the loss is connected to it.",
+    "A": ("not-watched", "`x` is a `tf.constant`, and the gradient asked for is with respect to `x`.", {
+        "not-trainable": "Nothing here has `trainable=False`: `x` is not a variable at all, it is a constant.",
+        "not-connected": "`y = w * x` does use `x`, so the loss is connected to it.",
     }),
-    "B": ("non_differentiable", "the loss is built from `tf.argmax(w)`, an index.", {
-        "not_connected": "The loss is computed from `w` inside the tape, so it is connected: "
+    "B": ("non-differentiable", "the loss is built from `tf.argmax(w)`, an index.", {
+        "not-connected": "The loss is computed from `w` inside the tape, so it is connected: "
                          "which operation on the path has no gradient?",
-        "int_dtype": "`w` itself is a float variable; the integer appears only as argmax's output. "
+        "int-dtype": "`w` itself is a float variable; the integer appears only as argmax's output. "
                      "Which operation produced it?",
+        "no-gradient-registered": "An op with no registered gradient raises `LookupError`; here the gradient is "
+                                  "quietly `None`. Which op on the path makes only an index?",
     }),
-    "C": ("numpy", "the loss goes through `w.numpy()` and `np.square`.", {
-        "not_watched": "`w` is a trainable `tf.Variable`, so the tape does watch it: what does the path leave?",
-        "not_connected": "The loss is computed from `w`'s value, so it is connected in your head, "
+    "C": ("numpy-in-path", "the loss goes through `w.numpy()` and `np.square`.", {
+        "not-watched": "`w` is a trainable `tf.Variable`, so the tape does watch it: what does the path leave?",
+        "not-connected": "The loss is computed from `w`'s value, so it is connected in your head, "
                          "but through which library?",
     }),
-    "D": ("state_change", "the value reaches the loss through `counter.assign_add(...)`.", {
-        "not_connected": "`w * 3.0` is computed inside the tape, so `w` is on a path: which call "
+    "D": ("state-change", "the value reaches the loss through `counter.assign_add(...)`.", {
+        "not-connected": "`w * 3.0` is computed inside the tape, so `w` is on a path: which call "
                          "changes a variable in place on that path?",
-        "replaced_by_tensor": "No name is rebound here: `counter` stays a variable. Which call on the path "
+        "replaced-by-tensor": "No name is rebound here: `counter` stays a variable. Which call on the path "
                               "has no gradient?",
     }),
-    "E": ("not_trainable", "`w` is created with `trainable=False`.", {
-        "not_watched": "`w` is a `tf.Variable`, not a constant: look at how it was created.",
+    "E": ("not-trainable", "`w` is created with `trainable=False`.", {
+        "not-watched": "`w` is a `tf.Variable`, not a constant: look at how it was created.",
     }),
-    "F": ("loss_outside_tape", "`pred` is computed before the `with` block opens.", {
-        "not_connected": "`pred` is `w * 3.0`, so the loss depends on `w`, but when was that "
+    "F": ("outside-tape", "`pred` is computed before the `with` block opens.", {
+        "not-connected": "`pred` is `w * 3.0`, so the loss depends on `w`, but when was that "
                          "product recorded?",
-        "not_watched": "`w` is a trainable `tf.Variable`, watched automatically. Where is `pred` computed?",
+        "not-watched": "`w` is a trainable `tf.Variable`, watched automatically. Where is `pred` computed?",
+        "unrecorded-gradient": "No gradient is differentiated twice here. Where is `pred` computed?",
     }),
 }
 
@@ -59,12 +62,12 @@ class NameTheCause(Exercise):
         "For each snippet, ask the checklist in order: is the source a trainable float variable, "
         "is the loss computed inside the tape, and is every op on the path differentiable TensorFlow?",
         "`tf.argmax` returns an index; `.numpy()` leaves TensorFlow; `assign_add` changes state.",
-        "A: `not_watched`, B: `non_differentiable`; look at C to F with the same eyes.",
+        "A: `not-watched`, B: `non-differentiable`; look at C to F with the same eyes.",
     )
     solution_code = """
 def classify(snippet):
-    return {"A": "not_watched", "B": "non_differentiable", "C": "numpy",
-            "D": "state_change", "E": "not_trainable", "F": "loss_outside_tape"}[snippet]
+    return {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
+            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
 """
     why = ("Each snippet breaks exactly one link of the chain: a watched float source, recorded inside the tape, "
            "through differentiable TensorFlow operations only.")
@@ -74,16 +77,15 @@ def classify(snippet):
         right, shows, symptoms = _SNIPPETS[snippet]
         if got == right:
             return
+        if isinstance(got, str) and got not in CAUSES and got.replace("_", "-") in CAUSES:
+            raise Incorrect(f"`classify({snippet!r})` returned {got!r}: cause codes are written with hyphens. "
+                            f"Did you mean {got.replace('_', '-')!r}?", cause="unknown-cause-id")
         if not isinstance(got, str) or got not in CAUSES:
-            raise Incorrect(f"`classify({snippet!r})` returned {got!r}, which is not a cause id. "
+            raise Incorrect(f"`classify({snippet!r})` returned {got!r}, which is not a cause code. "
                             f"Return one of the keys of `CAUSES`: {', '.join(CAUSES)}.", cause="unknown-cause-id")
         reason = symptoms.get(got, f"Look again at what snippet {snippet} shows: {shows}")
         raise Incorrect(f"`classify({snippet!r})` is `{got!r}`, but that is not the most likely cause. {reason}",
                         cause="wrong-cause-id")
-
-
-_BLOCKER_CODES = {"stop_gradient": "stop-gradient", "non_differentiable": "non-differentiable",
-                  "numpy": "numpy-in-path", "state_change": "state-change"}
 
 
 def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
@@ -96,12 +98,12 @@ def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str,
     if blocked:
         cause, text = blocked
         message = {
-            "stop_gradient": f"`{text}` is still on the path from `{source}` to the loss, and `tf.stop_gradient` "
+            "stop-gradient": f"`{text}` is still on the path from `{source}` to the loss, and `tf.stop_gradient` "
                              "blocks gradients by design. Did you mean to remove it?",
-            "non_differentiable": f"`{text}` has no gradient, so nothing flows back to `{source}`. Did you keep that "
+            "non-differentiable": f"`{text}` has no gradient, so nothing flows back to `{source}`. Did you keep that "
                                   "op without a straight-through estimator?",
         }.get(cause, f"`{text}` blocks the path to `{source}`: {CAUSES[cause]}.")
-        return Incorrect(f"`{gradient_name}` is `None`: {message}", cause=_BLOCKER_CODES[cause])
+        return Incorrect(f"`{gradient_name}` is `None`: {message}", cause=cause)
     return Incorrect(f"`{gradient_name}` is `None`. {why}".strip(), cause=why.cause)
 
 

@@ -47,6 +47,11 @@ class FitCase:
         w = rng.normal(size=(self.features, 1))
         return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
 
+    def batches(self) -> tf.data.Dataset:
+        """The data in batches of `batch_size`, in order. A dataset rather than arrays: under op determinism,
+        `fit` on arrays whose last batch is partial makes TensorFlow log a C++ line to stderr."""
+        return tf.data.Dataset.from_tensor_slices(self.data()).batch(self.batch_size)
+
     def loss_object(self) -> keras.losses.Loss:
         return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber(),
                 "summed mse": keras.losses.MeanSquaredError(reduction="sum")}[self.loss]
@@ -98,9 +103,7 @@ def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = kera
                   metrics=list(case.metrics) or None, jit_compile=False)
     starts: list[list[np.ndarray]] = []
     recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
-    x, y = case.data()
-    history = model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False,
-                        callbacks=[recorder]).history
+    history = model.fit(case.batches(), epochs=3, verbose=0, shuffle=False, callbacks=[recorder]).history
     return history, model.get_weights(), _replay(starts, case)
 
 
@@ -155,10 +158,9 @@ class FitMatch(Exercise):
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
                       **compiled)
-        x, y = case.data()
         try:
             trained = self.run(
-                lambda: model.fit(x, y, epochs=3, batch_size=case.batch_size, verbose=0, shuffle=False).history,
+                lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
                 f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
             if case.policy == "mixed_float16" and problem.cause is None and "type float16" in str(problem):

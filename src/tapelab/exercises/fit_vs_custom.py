@@ -1,5 +1,6 @@
 """Exercises of notebook 06_fit_vs_custom: a custom `train_step` that matches `fit`, two optimizers
-for two layers, clipping by global norm, and fixing a Keras 2 step in the lower-level style."""
+for two layers, clipping by global norm, fixing a Keras 2 step in the lower-level style, and (from
+`guarded_step`) a guarded step inside `tf.function`."""
 from __future__ import annotations
 
 import keras
@@ -10,9 +11,10 @@ from tapelab.alternatives import Alternative, wrong_value
 from tapelab.compare import allclose, fmt, fmt_pair, to_numpy
 from tapelab.exercise import Exercise
 from tapelab.exercises.fit_match import FitCase, FitMatch, worked_example
+from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.feedback import Incorrect
 
-__all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "worked_example"]
+__all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "worked_example"]
 
 
 class CustomTrainStep(FitMatch):
@@ -70,25 +72,26 @@ class TwoOptimizers(Exercise):
                      (2, 3, 5, "momentum", "adam", 2, 25))
     praise = "each optimizer moved exactly its own layer, by its own rule."
     hints = (
-        "Compute the loss once under one tape and ask for the gradients of all `model.trainable_variables`.",
-        "Split the variables (and their gradients) at `n = len(model.layers[0].trainable_variables)`: "
-        "the first `n` belong to the first layer.",
-        "`opt_a.apply(grads[:n], variables[:n])` and `opt_b.apply(grads[n:], variables[n:])`.",
+        "Take each part's variables from its layers: `first = model.layers[0].trainable_variables`, and the "
+        "others from `model.layers[1:]`; never by position in one list.",
+        "Compute the loss once under one tape; `tape.gradient(loss, [first, others])` returns the gradients "
+        "in the same two lists.",
+        "`opt_a.apply(grads_first, first)` and `opt_b.apply(grads_others, others)`.",
     )
     solution_code = """
 def two_optimizer_step(model, opt_a, opt_b, x, y):
+    first = model.layers[0].trainable_variables
+    others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables)
-    n = len(model.layers[0].trainable_variables)
-    opt_a.apply(grads[:n], variables[:n])
-    opt_b.apply(grads[n:], variables[n:])
+    grads_first, grads_others = tape.gradient(loss, [first, others])
+    opt_a.apply(grads_first, first)
+    opt_b.apply(grads_others, others)
     return loss
 """
     why = ("One tape gives every gradient in one backward pass; an optimizer keeps state per variable and is "
            "built for the variables it first sees, so each part of the model needs its own optimizer and "
-           "must always get the same variables.")
+           "must always get the same variables, taken from its layers so that no change of layout can shift them.")
 
     _OPTIMIZERS = {
         "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: keras.optimizers.SGD(0.01)),
@@ -174,8 +177,9 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
             if not bias and by_other == wrong:
                 raise Incorrect(f"In this model ({shown}) the first layer has {n} trainable variable(s), the second "
                                 f"{count - n}, and some variables moved by the other optimizer's learning rate. Did "
-                                "you split the variables at a fixed index, or count another layer's variables? Split at "
-                                "`n = len(model.layers[0].trainable_variables)`.", cause="fixed-split")
+                                "you split the variables at a fixed index, or count another layer's variables? Take them from "
+                                "the layers instead: `model.layers[0].trainable_variables` for `opt_a`, the other "
+                                "layers' for `opt_b`.", cause="fixed-split")
         i = wrong[0]
         if not np.any(got[i]):
             raise Incorrect(f"The {names[i]} did not change{steps_text}, but should move by {fmt(want[i])}. "
@@ -356,3 +360,4 @@ ex6_1 = CustomTrainStep()
 ex6_2 = FixKeras2Step()
 ex6_3 = ClipGlobalNorm()
 ex6_4 = TwoOptimizers()
+ex6_5 = GuardedStep()

@@ -1,4 +1,4 @@
-"""What is derived from the gradebook, refreshed together: the feedback pages and grades.csv.
+"""What is derived from the gradebook, refreshed together: the feedback pages, grades.csv and the class insight.
 
 `tapelab grade` calls `refresh` at the end of every run, and `tapelab feedback` on its own after
 manual grading in formgrader, so neither file can keep a score the gradebook no longer has.
@@ -56,5 +56,13 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> D
     except Exception as error:
         out.problems.append(f"{target} was not written: the gradebook {redact(course.db_url)} could not be read "
                             f"({_what(error)}); run `tapelab feedback --course {course.root}` once it is readable")
+    if out.rows is not None:  # the class insight follows the same rows (tapelab.grading.insight)
+        from tapelab.grading import insight
+
+        try:
+            out.written.update(insight.write(course.root, course.db_url, out.rows))
+        except Exception as error:
+            out.problems.append(f"the class insight was not written ({_what(error)}): run `tapelab insight "
+                                f"--course {course.root}`")
     return out
 

@@ -1,7 +1,9 @@
 """The fit-versus-custom-loop comparison of notebook 06, with a gradient-clipping control.
 
-`ComparisonModel` trains one small linear model twice, with `compile` + `fit` and with a raw
-`tf.GradientTape` loop, and reruns the loop with each clipping setting (cached). It knows nothing
+`ComparisonModel` trains one small linear model twice for each clipping setting (cached): with
+`compile` + `fit`, the optimizer given the same clipping option (`clipnorm=t`, ...), and with a raw
+`tf.GradientTape` loop that clips by hand, so like is compared with like; the unclipped `fit` run is
+kept as the reference that shows what clipping does to training. It knows nothing
 about widgets. `ComparisonExplorer` draws the two loss curves and the first step's gradient
 before and after clipping, importing ipywidgets and matplotlib only when one is built.
 """
@@ -44,8 +46,9 @@ class ComparisonState:
 
     mode: str
     threshold: float
-    fit_losses: np.ndarray  # per epoch, from compile + fit (never clipped)
+    fit_losses: np.ndarray  # per epoch, from compile + fit with the optimizer's own option for this clipping
     custom_losses: np.ndarray  # per epoch, from the tape loop with this clipping
+    unclipped_losses: np.ndarray  # per epoch, from compile + fit without clipping: the reference
     grad_before: np.ndarray  # first step's gradient (w1, w2, b), unclipped
     grad_after: np.ndarray  # the same gradient after clipping
 
@@ -53,22 +56,30 @@ class ComparisonState:
     def same_as_fit(self) -> bool:
         return bool(np.allclose(self.fit_losses, self.custom_losses, rtol=1e-5, atol=1e-6))
 
+    @property
+    def clipping_matters(self) -> bool:
+        """Whether this clipping changed training, against the unclipped run."""
+        return not bool(np.allclose(self.unclipped_losses, self.fit_losses, rtol=1e-5, atol=1e-6))
+
 
 class ComparisonModel:
-    """Dense(1) on 4 rows of 2 features, zero init, SGD, MSE, full batch: once by fit, then by a tape loop."""
+    """Dense(1) on 4 rows of 2 features, zero init, SGD, MSE, full batch: by fit and by a tape loop, both
+    clipped the same way."""
 
     def __init__(self, epochs: int = 30, learning_rate: float = 0.05) -> None:
         self.epochs, self.learning_rate = epochs, learning_rate
         self.x = np.array([[1.0, 1.0], [2.0, -1.0], [3.0, 1.0], [4.0, -1.0]], np.float32)
         self.y = (self.x @ np.array([[2.0], [-1.0]], np.float32) + 1.0).astype(np.float32)
-        self.fit_losses = self._fit()
-        self._cache: dict[tuple[str, float], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cache: dict[tuple[str, float], tuple[np.ndarray, ...]] = {}
+        self.fit_losses = self._fit("none", 0.0)  # the unclipped reference
 
-    def _fit(self) -> np.ndarray:
+    def _fit(self, mode: str, threshold: float) -> np.ndarray:
+        """compile + fit, the optimizer clipping with its own option `mode=threshold`."""
         inputs = keras.Input((2,))
         model = keras.Model(inputs, keras.layers.Dense(1, kernel_initializer="zeros")(inputs))
+        option = {} if mode == "none" else {mode: threshold}
         # run_eagerly: thirty one-batch epochs train faster eagerly than fit's graph takes to trace
-        model.compile(optimizer=keras.optimizers.SGD(self.learning_rate), loss="mse", jit_compile=False,
+        model.compile(optimizer=keras.optimizers.SGD(self.learning_rate, **option), loss="mse", jit_compile=False,
                       run_eagerly=True)
         history = model.fit(self.x, self.y, epochs=self.epochs, batch_size=len(self.x), verbose=0, shuffle=False)
         return _frozen(np.array(history.history["loss"]))
@@ -81,9 +92,10 @@ class ComparisonModel:
             raise ValueError(f"the clipping threshold must be positive, not {threshold}")
         key = _key(mode, threshold)
         if key not in self._cache:
-            self._cache[key] = self._custom(*key)
-        losses, before, after = self._cache[key]
-        return ComparisonState(mode, float(threshold), self.fit_losses, losses, before, after)
+            fitted = self.fit_losses if key[0] == "none" else self._fit(*key)
+            self._cache[key] = (fitted, *self._custom(*key))
+        fitted, losses, before, after = self._cache[key]
+        return ComparisonState(mode, float(threshold), fitted, losses, self.fit_losses, before, after)
 
     def _custom(self, mode: str, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The raw loop: loss under a tape, gradients, clipping, then the SGD update by hand."""
@@ -109,7 +121,7 @@ class ComparisonModel:
         return len(self._cache)
 
     def has(self, mode: str, threshold: float) -> bool:
-        """Whether this setting's loop has run already, so that `state` only reads the cache."""
+        """Whether this setting's runs have trained already, so that `state` only reads the cache."""
         return _key(mode, threshold) in self._cache
 
 
@@ -130,10 +142,14 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 def _readout(state: ComparisonState) -> str:
     before, after = (float(np.linalg.norm(g)) for g in (state.grad_before, state.grad_after))
     setting = "no clipping" if state.mode == "none" else f"{state.mode}={state.threshold:g}"
-    verdict = ("the custom loop gives the same losses as <code>fit</code>" if state.same_as_fit else
-               "the clipped loop now differs from <code>fit</code>")
+    option = "" if state.mode == "none" else f" with <code>{html.escape(setting)}</code>"
+    verdict = (f"the custom loop gives the same losses as <code>fit</code>{option}" if state.same_as_fit else
+               f"the custom loop differs from <code>fit</code>{option}")
+    effect = ("" if state.mode == "none" else
+              "; clipping changed training" if state.clipping_matters else "; clipping changed nothing here")
     return (f"<b>{html.escape(setting)}</b>: first gradient norm {before:.3f} → {after:.3f}; "
-            f"final loss fit {state.fit_losses[-1]:.4f}, custom {state.custom_losses[-1]:.4f}; {verdict}.")
+            f"final loss fit {state.fit_losses[-1]:.4f}, custom {state.custom_losses[-1]:.4f}, unclipped "
+            f"{state.unclipped_losses[-1]:.4f}; {verdict}{effect}.")
 
 
 class ComparisonExplorer:
@@ -165,8 +181,10 @@ class ComparisonExplorer:
         self._loss_axes.set_yscale("log")
         self._loss_axes.set_xlabel("epoch")
         self._loss_axes.set_title("loss per epoch")
+        (self._reference_line,) = self._loss_axes.plot(epochs, self.model.fit_losses, ":", color="0.5",
+                                                       label="fit, unclipped")
         (self._fit_line,) = self._loss_axes.plot(epochs, self.model.fit_losses, color="C0", linewidth=3,
-                                                 alpha=0.5, label="fit")
+                                                 alpha=0.5, label="fit, same clipping")
         (self._custom_line,) = self._loss_axes.plot(epochs, self.model.fit_losses, "--", color="C1",
                                                     label="custom loop")
         self._loss_axes.legend(loc="upper right")
@@ -186,7 +204,7 @@ class ComparisonExplorer:
         """A control moved: redraw, under the busy cue if the new setting has to train first."""
         mode, threshold = self.dropdown.value, self.slider.value
         setting = "no clipping" if mode == "none" else f"{mode}={threshold:g}"
-        with self.busy.working(f"training the custom loop with {setting}",
+        with self.busy.working(f"training fit and the custom loop with {setting}",
                                long=not self.model.has(mode, threshold)):
             self.update()
 
@@ -194,9 +212,10 @@ class ComparisonExplorer:
         """Redraw from the controls' current values: the one path every control change takes."""
         state = self.model.state(self.dropdown.value, self.slider.value)
         self.busy.set_disabled(self.slider, state.mode == "none")
+        self._fit_line.set_ydata(state.fit_losses)
         self._custom_line.set_ydata(state.custom_losses)
-        low = min(state.fit_losses.min(), state.custom_losses.min())
-        high = max(state.fit_losses.max(), state.custom_losses.max())
+        curves = (state.fit_losses, state.custom_losses, state.unclipped_losses)
+        low, high = min(c.min() for c in curves), max(c.max() for c in curves)
         self._loss_axes.set_ylim(low / 2, high * 2)
         for bars, values in ((self._before_bars, state.grad_before), (self._after_bars, state.grad_after)):
             for bar, value in zip(bars, values):

@@ -123,7 +123,7 @@ class Row:
     name: str
     status: str
     colour: str
-    cause: str
+    cause: str  # the tapelab.causes code diagnose established, "" when it established none
     explanation: str
 
 
@@ -172,7 +172,8 @@ def render_html(bug: str, description: str, rows: list[Row]) -> str:
         "<div style='display:flex;align-items:flex-start;margin:3px 0'>"
         f"<div style='flex:0 0 170px;background:{r.colour};color:white;padding:4px 8px;border-radius:3px'>"
         f"<b>{html.escape(r.name)}</b>: {r.status}</div>"
-        f"<div style='padding:4px 10px'>{_code(r.explanation)}</div></div>"
+        f"<div style='padding:4px 10px'>{f'<code>{r.cause}</code>: ' if r.cause else ''}"
+        f"{_code(r.explanation)}</div></div>"
         for r in rows)
     return f"<div><p><b>{html.escape(bug)}</b>: {_code(description)}</p>{bars}</div>"
 

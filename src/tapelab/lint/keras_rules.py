@@ -1,0 +1,157 @@
+"""Keras 2 idioms that break or mislead under Keras 3.
+
+These rules are about code written against Keras 3's public API. A module that imports Keras 2 by name
+(`tf_keras`, `tensorflow.python.keras`) is Keras 2 code, where `compiled_loss` or a legacy optimizer is
+right; a module that imports Keras's private implementation (`keras.src`) is Keras itself, which defines
+these names as shims, or code tied to one exact Keras build. Neither is checked: the rules cannot tell which
+Keras such code means, so they stay silent rather than report a Keras 3 mistake that may not be one.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tapelab.lint.model import Finding, checker, define, finding
+from tapelab.lint.tapes import dotted
+
+__all__ = ["check_keras"]
+
+define("TPL201", "keras2-compiled-loss", """
+**What it does**: flags calls of `self.compiled_loss(...)` (any receiver).
+
+**Why is this bad?** Keras 3 keeps `compiled_loss` only as a deprecated shim; a custom `train_step`
+should ask `compute_loss`, which also adds the layer losses.
+
+**Example**
+```python
+loss = self.compiled_loss(y, y_pred)
+```
+
+**Use instead**
+```python
+loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+```
+""")
+
+define("TPL202", "keras2-reset-states", """
+**What it does**: flags `.reset_states()` on a metric: a name or attribute made by `keras.metrics.X(...)`
+(or `tf.keras.metrics.X`), or the loop variable over `self.metrics` / `model.metrics`.
+
+**Why is this bad?** Keras 3 metrics have only `reset_state()`: the plural raises `AttributeError`.
+(Stateful RNN layers keep `reset_states`, so layers are not flagged.)
+
+**Example**
+```python
+for metric in self.metrics:
+    metric.reset_states()
+```
+
+**Use instead**
+```python
+for metric in self.metrics:
+    metric.reset_state()
+```
+""")
+
+define("TPL203", "keras2-get-gradients", """
+**What it does**: flags `optimizer.get_gradients(...)` on an optimizer (a name or attribute made by
+`...optimizers.X(...)`, or an attribute named `optimizer`).
+
+**Why is this bad?** Keras 3 optimizers have no `get_gradients`; gradients come from a tape.
+
+**Example**
+```python
+grads = self.optimizer.get_gradients(loss, params)
+```
+
+**Use instead**
+```python
+grads = tape.gradient(loss, params)
+```
+""")
+
+define("TPL204", "keras2-legacy-optimizer", """
+**What it does**: flags `optimizers.legacy` (e.g. `tf.keras.optimizers.legacy.Adam`) in code or imports.
+
+**Why is this bad?** Keras 3 has no legacy optimizers: the name raises, or under `tf_keras` silently
+trains with other defaults than the code around it expects.
+
+**Example**
+```python
+optimizer = tf.keras.optimizers.legacy.Adam(1e-3)
+```
+
+**Use instead**
+```python
+optimizer = keras.optimizers.Adam(1e-3)
+```
+""")
+
+
+_NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
+
+
+def _keras3_client(tree: ast.Module) -> bool:
+    """False when the module imports Keras 2 or Keras's own implementation (see the module docstring)."""
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        if any(n == p or n.startswith(p + ".") for n in names for p in _NOT_KERAS3_CLIENT):
+            return False
+    return True
+
+
+def _made_by(tree: ast.Module, module: str) -> set[str]:
+    """Names and attributes assigned from a call of `<...>.<module>.<Class>(...)`, e.g. `keras.metrics.Mean()`."""
+    made = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            parts = (dotted(node.value.func) or "").split(".")
+            if len(parts) >= 2 and parts[-2] == module:
+                made.update(d for d in map(dotted, node.targets) if d)
+    return made
+
+
+def _metric_loop_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and (dotted(node.iter) or "").endswith(".metrics"):
+            names.update(d for d in [dotted(node.target)] if d)
+    return names
+
+
+def _legacy(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr == "legacy" and (dotted(node.value) or "").endswith("optimizers")
+    if isinstance(node, ast.ImportFrom) and node.module:
+        parts = node.module.split(".")
+        return "optimizers.legacy" in node.module or (parts[-1] == "optimizers" and any(
+            a.name == "legacy" for a in node.names))
+    if isinstance(node, ast.Import):
+        return any(".optimizers.legacy" in a.name for a in node.names)
+    return False
+
+
+@checker("compiled_loss", "reset_states", "get_gradients", "legacy")
+def check_keras(tree: ast.Module) -> Iterator[Finding]:
+    """Keras 2 names called on Keras 3 objects, in modules written against Keras 3."""
+    if not _keras3_client(tree):
+        return
+    metrics = _made_by(tree, "metrics") | _metric_loop_names(tree)
+    optimizers = _made_by(tree, "optimizers")
+    for node in ast.walk(tree):
+        if _legacy(node):
+            yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
+                          "no legacy optimizers")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver, method = dotted(node.func.value) or "", node.func.attr
+        if method == "compiled_loss":
+            yield finding("keras2-compiled-loss", node, f"`{ast.unparse(node.func)}` is the Keras 2 loss "
+                          "container; Keras 3 asks `compute_loss`")
+        elif method == "reset_states" and receiver in metrics:
+            yield finding("keras2-reset-states", node, f"`{receiver}` is a Keras metric: Keras 3 metrics have "
+                          "`reset_state()`, not `reset_states()`")
+        elif method == "get_gradients" and (receiver in optimizers or receiver.split(".")[-1] == "optimizer"):
+            yield finding("keras2-get-gradients", node, f"`{receiver}.get_gradients` is Keras 2 only: compute "
+                          "gradients with a tape")

@@ -1,0 +1,89 @@
+"""What a lint rule is and what it reports: a `Rule` (stable number, cause code, docs) and a `Finding`.
+
+Every rule's code is a code of the shared cause catalogue (`tapelab.causes`), so the linter, the exercise
+feedback and `tapelab.diagnose` name one mistake the same way. The number (TPL101, ...) is the form flake8
+and SARIF need (letters then digits); pragmas and configuration accept either. Rules come in families:
+one analysis (for example the data flow from a tape's sources to its target) establishes several causes,
+so a family registers one checker and the rules it can report.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from tapelab.causes import Cause, cause
+
+__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "define", "checker", "find_rule", "finding"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One pitfall at `line`/`col` (1-based line, 0-based column) of `path`; `cell` is set for notebooks."""
+
+    number: str
+    code: str
+    message: str
+    line: int
+    col: int = 0
+    path: str = "<string>"
+    cell: int | None = None  # 1-based position among a notebook's code cells
+
+    @property
+    def fix(self) -> str:
+        """The catalogue's one-line fix for this finding's cause."""
+        return cause(self.code).fix
+
+    def where(self) -> str:
+        """`path:line:col`, or `path:cell N:line:col` inside a notebook."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.col + 1}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A documented rule: `doc` has four parts (What it does / Why is this bad? / Example / Use instead)."""
+
+    number: str
+    code: str
+    doc: str
+
+    @property
+    def cause(self) -> Cause:
+        """The catalogued cause, with its title and fix."""
+        return cause(self.code)
+
+
+RULES: dict[str, Rule] = {}  # cause code -> rule, in definition order
+CHECKERS: list[tuple[tuple[str, ...], Callable[[ast.Module], Iterator[Finding]]]] = []
+
+
+def define(number: str, code: str, doc: str) -> Rule:
+    """Register a rule; its code must be catalogued and neither number nor code may repeat."""
+    cause(code)  # an unknown cause code fails at import, not at report time
+    if code in RULES or any(r.number == number for r in RULES.values()):
+        raise ValueError(f"lint rule {number} {code} defined twice")
+    RULES[code] = Rule(number, code, doc.strip("\n"))
+    return RULES[code]
+
+
+def checker(*needs: str) -> Callable:
+    """Register a family's checker, run only on sources holding one of the names in `needs` (a cheap gate:
+    a file that never says `GradientTape` has no tape to analyse)."""
+    def register(check: Callable[[ast.Module], Iterator[Finding]]) -> Callable[[ast.Module], Iterator[Finding]]:
+        CHECKERS.append((needs, check))
+        return check
+    return register
+
+
+def find_rule(code: str) -> Rule:
+    """The rule named by a number (`TPL101`) or a cause code (`not-watched`); KeyError otherwise."""
+    for candidate in RULES.values():
+        if code in (candidate.code, candidate.number) or code.upper() == candidate.number:
+            return candidate
+    raise KeyError(f"unknown lint rule {code!r}; rules: {', '.join(f'{r.number} {r.code}' for r in RULES.values())}")
+
+
+def finding(code: str, node: ast.AST, message: str) -> Finding:
+    """A finding of rule `code` at `node` (path and cell are filled in by the caller)."""
+    return Finding(RULES[code].number, code, message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0))

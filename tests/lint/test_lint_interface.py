@@ -1,0 +1,185 @@
+"""`tapelab lint` as a tool: pragmas, `[tool.tapelab.lint]`, notebooks by cell, output formats, exit status.
+In-process (`tapelab.cli.main`) on small files in a temporary folder."""
+import json
+import re
+
+import nbformat
+import pytest
+
+from tapelab.cli import main
+from tapelab.lint import Config, lint_source
+from tapelab.lint.flake8 import Plugin
+
+BUGGY = "x = tf.constant(3.0)\nwith tf.GradientTape() as tape:\n    y = x * x\ng = tape.gradient(y, x)\n"
+
+
+def _run(capsys, *argv):
+    status = main(["lint", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BUGGY)
+    (tmp_path / "good.py").write_text(BUGGY.replace("    y =", "    tape.watch(x)\n    y ="))
+    return tmp_path
+
+
+def test_pragma_hides_only_the_rule_it_names_on_its_own_line():
+    """Does `# tapelab: ignore[...]` (by cause code or by number) hide that rule on that line only?"""
+    line = "g = tape.gradient(y, x)"
+    assert lint_source(BUGGY.replace(line, line + "  # tapelab: ignore[not-watched]")) == []
+    assert lint_source(BUGGY.replace(line, line + "  # tapelab: ignore[TPL101]")) == []
+    assert [f.code for f in lint_source(BUGGY.replace(line, line + "  # tapelab: ignore[TPL110]"))] == ["not-watched"]
+    moved = BUGGY.replace("x = tf.constant(3.0)", "x = tf.constant(3.0)  # tapelab: ignore[not-watched]")
+    assert [f.code for f in lint_source(moved)] == ["not-watched"]
+
+
+def test_pragma_inside_a_string_is_not_a_pragma():
+    """Is a pragma written inside a string literal ignored, so only real comments silence a rule?"""
+    source = BUGGY.replace("g = tape.gradient(y, x)", "g = tape.gradient(y, x); s = '# tapelab: ignore[not-watched]'")
+    assert [f.code for f in lint_source(source)] == ["not-watched"]
+
+
+def test_config_select_and_ignore_accept_numbers_and_codes():
+    """Do `select` and `ignore` switch rules on and off, named by number or by cause code?"""
+    assert lint_source(BUGGY, config=Config(ignore=frozenset({"TPL101", "not-watched"}))) == []
+    assert lint_source(BUGGY, config=Config(select=frozenset({"TPL110", "tape-used-twice"}))) == []
+    assert len(lint_source(BUGGY, config=Config(select=frozenset({"TPL101", "not-watched"})))) == 1
+
+
+def test_pyproject_table_selects_ignores_and_excludes(project, capsys):
+    """Does `[tool.tapelab.lint]` in pyproject.toml ignore rules and exclude paths for the CLI?"""
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nignore = ["not-watched"]\n')
+    assert _run(capsys, project / "bad.py", "--config", project)[0] == 0
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nexclude = ["bad.py"]\n')
+    assert _run(capsys, project, "--config", project)[0] == 0
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nselect = ["TPL101"]\n')
+    assert _run(capsys, project, "--config", project)[0] == 1
+
+
+def test_unknown_rule_in_config_is_a_usage_error_naming_it(project, capsys):
+    """Does an unknown code in the configuration exit 2 with a message naming the code and the known rules?"""
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nignore = ["TPL999"]\n')
+    status, out, err = _run(capsys, project, "--config", project)
+    assert status == 2 and out == ""
+    assert "unknown lint rule 'TPL999'" in err and "TPL101 not-watched" in err and not err.strip().endswith('"')
+
+
+def test_exit_status_is_0_clean_1_findings_2_missing_path(project, capsys):
+    """Is the exit status 0 on clean code, 1 on findings and 2 on a path that does not exist?"""
+    assert _run(capsys, project / "good.py")[0] == 0
+    status, out, _ = _run(capsys, project / "bad.py")
+    assert status == 1 and "bad.py:4:22: TPL101 [not-watched]" in out and out.strip().endswith("1 finding")
+    status, _, err = _run(capsys, project / "nowhere.py")
+    assert status == 2 and "nowhere.py does not exist" in err
+
+
+def _notebook(tmp_path, cells):
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# title")] +
+                                    [nbformat.v4.new_code_cell(c) for c in cells])
+    path = tmp_path / "book.ipynb"
+    nbformat.write(book, path)
+    return path
+
+
+def test_notebook_findings_name_the_cell_and_its_line(tmp_path, capsys):
+    """Is a notebook finding placed by code cell and line in that cell, with cited lines mapped the same way?"""
+    path = _notebook(tmp_path, ["%matplotlib inline\nx = tf.constant(3.0)",
+                                "with tf.GradientTape() as tape:\n    y = x * x",
+                                "print(1)\ng = tape.gradient(y, x)"])
+    status, out, _ = _run(capsys, path, "--format", "json")
+    (found,) = json.loads(out)
+    assert status == 1 and (found["cell"], found["line"], found["code"]) == (3, 2, "not-watched")
+    assert "(cell 1, line 2)" in found["message"]
+
+
+def test_a_notebook_cell_that_does_not_parse_is_a_warning_not_a_silence(tmp_path, capsys):
+    """Is a cell that does not parse left out with a warning, while the other cells are still linted?"""
+    path = _notebook(tmp_path, ["def broken(:", BUGGY])
+    status, out, err = _run(capsys, path)
+    assert status == 1 and "cell 1: not linted" in err and "cell 2:4:22: TPL101" in out
+
+
+def test_json_output_parses_with_every_field(project, capsys):
+    """Does `--format json` give a list of findings with path, line, column, rule, code, message and fix?"""
+    (found,) = json.loads(_run(capsys, project / "bad.py", "--format", "json")[1])
+    assert {"path", "cell", "line", "column", "rule", "code", "message", "fix"} <= found.keys()
+    assert (found["line"], found["column"], found["rule"]) == (4, 22, "TPL101")
+
+
+def test_github_output_is_workflow_annotation_syntax(project, capsys):
+    """Is each `--format github` line an `::error file=...,line=...,col=...,title=...::message` command?"""
+    lines = _run(capsys, project / "bad.py", "--format", "github")[1].strip().splitlines()
+    assert len(lines) == 1
+    assert re.fullmatch(r"::error file=[^,]+bad\.py,line=4,col=22,title=TPL101 not-watched::[^\n]+", lines[0])
+
+
+# The required properties of the objects tapelab emits, as the published SARIF 2.1.0 schema
+# (oasis-tcs/sarif-spec, sarif-schema-2.1.0.json) states them.
+SARIF = {
+    "type": "object", "required": ["version", "runs"],
+    "properties": {
+        "version": {"enum": ["2.1.0"]},
+        "runs": {"type": "array", "items": {"$ref": "#/definitions/run"}}},
+    "definitions": {
+        "run": {"type": "object", "required": ["tool"], "properties": {
+            "tool": {"type": "object", "required": ["driver"], "properties": {
+                "driver": {"type": "object", "required": ["name"], "properties": {
+                    "name": {"type": "string"},
+                    "rules": {"type": "array", "uniqueItems": True, "items": {"$ref": "#/definitions/descriptor"}}}}}},
+            "results": {"type": "array", "items": {"$ref": "#/definitions/result"}}}},
+        "descriptor": {"type": "object", "required": ["id"], "properties": {
+            "id": {"type": "string"}, "shortDescription": {"$ref": "#/definitions/text"},
+            "help": {"$ref": "#/definitions/text"}}},
+        "text": {"type": "object", "required": ["text"]},
+        "result": {"type": "object", "required": ["message"], "properties": {
+            "message": {"anyOf": [{"required": ["text"]}, {"required": ["id"]}]},
+            "ruleIndex": {"type": "integer", "minimum": -1},
+            "locations": {"type": "array", "items": {"properties": {"physicalLocation": {
+                "anyOf": [{"required": ["address"]}, {"required": ["artifactLocation"]}],
+                "properties": {"region": {"properties": {"startLine": {"type": "integer", "minimum": 1},
+                                                          "startColumn": {"type": "integer", "minimum": 1}}}}}}}}}},
+    },
+}
+
+
+def test_sarif_output_meets_the_schema_required_properties(project, capsys):
+    """Does `--format sarif` validate against SARIF 2.1.0's required properties, with ruleIndex pointing at
+    the finding's own rule?"""
+    import jsonschema
+
+    log = json.loads(_run(capsys, project / "bad.py", "--format", "sarif")[1])
+    jsonschema.validate(log, SARIF)
+    run = log["runs"][0]
+    (result,) = run["results"]
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"] == "TPL101"
+
+
+def test_flake8_plugin_reports_as_flake8_expects():
+    """Called as flake8 calls a tree plugin, does it yield (line, column, 'TPL... message', type) and keep
+    tapelab's pragmas?"""
+    import ast
+
+    lines = BUGGY.splitlines(keepends=True)
+    ((line, col, message, kind),) = Plugin(ast.parse(BUGGY), lines, "bad.py").run()
+    assert (line, col, kind) == (4, 21, Plugin) and message.startswith("TPL101 ")
+    quiet = BUGGY.replace("(y, x)\n", "(y, x)  # tapelab: ignore[TPL101]\n")
+    assert list(Plugin(ast.parse(quiet), quiet.splitlines(keepends=True)).run()) == []
+
+
+def test_flake8_entry_point_names_the_plugin():
+    """Does pyproject.toml's `flake8.extension` entry point resolve to the plugin class, under a code prefix
+    that every rule number starts with?"""
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    from tapelab.lint import RULES
+
+    table = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    ((prefix, target),) = table["project"]["entry-points"]["flake8.extension"].items()
+    module, name = target.split(":")
+    assert getattr(importlib.import_module(module), name) is Plugin
+    assert all(rule.number.startswith(prefix) for rule in RULES.values())

@@ -1,0 +1,247 @@
+"""Each lint rule on a true positive and on a near miss it must not flag, in-process on source strings."""
+import textwrap
+
+import pytest
+
+from tapelab.lint import RULES, lint_source
+
+# rule code -> (source with the pitfall, line it is reported on, a near miss that is right)
+CASES = {
+    "not-watched": ("""
+        x = tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        g = tape.gradient(y, x)
+        """, 4, """
+        x = tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        g = tape.gradient(y, x)
+        """),
+    "outside-tape": ("""
+        w = tf.Variable(1.0)
+        with tf.GradientTape() as tape:
+            pass
+        loss = w * 3.0
+        g = tape.gradient(loss, w)
+        """, 5, """
+        w = tf.Variable(1.0)
+        with tf.GradientTape() as tape:
+            loss = w * 3.0
+        print(loss * 2.0)
+        g = tape.gradient(loss, w)
+        """),
+    "numpy-in-path": ("""
+        def step(w, x):
+            with tf.GradientTape() as tape:
+                loss = tf.constant(np.mean(w * x))
+            return tape.gradient(loss, w)
+        """, 4, """
+        def step(w, x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(w * x)
+                print(np.mean(x))
+            return tape.gradient(loss, w)
+        """),
+    "python-number-in-path": ("""
+        def step(w, x):
+            with tf.GradientTape() as tape:
+                loss = tf.constant(float(tf.reduce_sum(w * x)))
+            return tape.gradient(loss, w)
+        """, 4, """
+        def step(w, x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(w * x) * float(len(x))
+            return tape.gradient(loss, w)
+        """),
+    "predict-in-tape": ("""
+        def step(model, x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model.predict(x))
+            return tape.gradient(loss, model.trainable_variables)
+        """, 4, """
+        def step(model, x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            return tape.gradient(loss, model.trainable_variables)
+        """),
+    "non-differentiable": ("""
+        def step(model, x):
+            with tf.GradientTape() as tape:
+                y = tf.cast(tf.argmax(model(x), axis=1), tf.float32)
+            return tape.gradient(y, model.trainable_variables)
+        """, 4, """
+        def step(model, x, labels):
+            with tf.GradientTape() as tape:
+                logits = model(x)
+                hits = tf.cast(tf.argmax(logits, axis=1) == labels, tf.float32)
+                loss = tf.reduce_mean(tf.nn.softmax(logits)) + 0.0 * tf.reduce_mean(hits)
+            return tape.gradient(loss, model.trainable_variables)
+        """),
+    "stop-gradient": ("""
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.stop_gradient(x * x)
+            return tape.gradient(y, x)
+        """, 5, """
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = x * tf.stop_gradient(x)
+            return tape.gradient(y, x)
+        """),
+    "unrecorded-gradient": ("""
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                y = x ** 3
+        dy_dx = inner.gradient(y, x)
+        d2 = outer.gradient(dy_dx, x)
+        """, 6, """
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                y = x ** 3
+            dy_dx = inner.gradient(y, x)
+        d2 = outer.gradient(dy_dx, x)
+        """),
+    "no-gradients": ("""
+        def step(model, optimizer, x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model.predict(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        """, 5, """
+        def step(model, optimizer, x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model.predict(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            if any(g is None for g in grads):
+                raise ValueError("no gradient")
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        """),
+    "tape-used-twice": ("""
+        x = tf.Variable(3.0)
+        with tf.GradientTape() as tape:
+            y, z = x * x, x * x * x
+        dy = tape.gradient(y, x)
+        dz = tape.gradient(z, x)
+        """, 5, """
+        x = tf.Variable(3.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        if y > 0:
+            dy = tape.gradient(y, x)
+        else:
+            dy = -tape.gradient(y, x)
+        """),
+    "tape-not-released": ("""
+        x = tf.Variable(3.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+        dy = tape.gradient(y, x)
+        """, 2, """
+        x = tf.Variable(3.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+        dy = tape.gradient(y, x)
+        del tape
+        """),
+    "replaced-by-tensor": ("""
+        w = tf.Variable(1.0)
+        for step in range(10):
+            with tf.GradientTape() as tape:
+                loss = (w * 2.0 - 1.0) ** 2
+            w = w - 0.1 * tape.gradient(loss, w)
+        """, 5, """
+        w = tf.Variable(1.0)
+        for step in range(10):
+            with tf.GradientTape() as tape:
+                loss = (w * 2.0 - 1.0) ** 2
+            w.assign_sub(0.1 * tape.gradient(loss, w))
+        """),
+    "keras2-compiled-loss": ("""
+        class Model(keras.Model):
+            def train_step(self, data):
+                x, y = data
+                loss = self.compiled_loss(y, self(x))
+        """, 4, """
+        class Model(keras.Model):
+            def train_step(self, data):
+                x, y = data
+                loss = self.compute_loss(x=x, y=y, y_pred=self(x))
+        """),
+    "keras2-reset-states": ("""
+        def reset(model):
+            for metric in model.metrics:
+                metric.reset_states()
+        """, 3, """
+        def reset(model, lstm):
+            for metric in model.metrics:
+                metric.reset_state()
+            lstm.reset_states()
+        """),
+    "keras2-get-gradients": ("""
+        def grads(self, loss, params):
+            return self.optimizer.get_gradients(loss, params)
+        """, 2, """
+        def grads(self, loss, params, helper):
+            return helper.get_gradients(loss, params)
+        """),
+    "keras2-legacy-optimizer": ("""
+        import tensorflow as tf
+        optimizer = tf.keras.optimizers.legacy.Adam(1e-3)
+        """, 2, """
+        import tf_keras
+        optimizer = tf_keras.optimizers.legacy.Adam(1e-3)
+        """),
+}
+
+
+# the findings a case may also give: gradients are None for `no-gradients` because of a cut the linter names
+ALSO = {"no-gradients": {"predict-in-tape"}}
+
+
+def _lint(source: str):
+    return lint_source(textwrap.dedent(source).lstrip("\n"))
+
+
+def test_every_rule_has_a_case():
+    """Does every registered rule have a true positive and a near miss here?"""
+    assert set(CASES) == set(RULES)
+
+
+@pytest.mark.parametrize("code", list(CASES))
+def test_rule_reports_its_pitfall_on_its_line(code):
+    """Is the pitfall reported under its own rule, once, on the line that holds it, with the rule's number?"""
+    source, line, _ = CASES[code]
+    found = _lint(source)
+    assert [(f.line, f.number) for f in found if f.code == code] == [(line, RULES[code].number)]
+    assert {f.code for f in found} - {code} == ALSO.get(code, set())
+
+
+@pytest.mark.parametrize("code", list(CASES))
+def test_rule_stays_silent_on_its_near_miss(code):
+    """Is the right code that looks like the pitfall left without any finding (of any rule)?"""
+    assert {f.code for f in _lint(CASES[code][2])} == ALSO.get(code, set())
+
+
+def test_keras2_rules_are_off_in_keras_own_implementation():
+    """Is a module importing Keras's private implementation (Keras itself) free of Keras 2 idiom findings?"""
+    source = """
+        from keras.src.optimizers import Adam
+        from keras.optimizers import legacy as legacy
+        """
+    assert _lint(source) == []
+    assert [f.code for f in _lint("from keras.optimizers import legacy as legacy\n")] == ["keras2-legacy-optimizer"]
+
+
+def test_the_message_names_the_culprit_and_the_fix_comes_from_the_catalogue():
+    """Does a finding say which call cut the path, and give the cause catalogue's fix?"""
+    from tapelab.causes import cause
+
+    (found,) = _lint(CASES["numpy-in-path"][0])
+    assert "`np.mean()`" in found.message and "line 3" in found.message
+    assert found.fix == cause("numpy-in-path").fix
