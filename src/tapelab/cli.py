@@ -98,6 +98,7 @@ def _crashed(error: Exception) -> int:
 
 def _grade(args: argparse.Namespace) -> int:
     from tapelab.grading import CourseError, GradebookError, InputError, Options, grade
+    from tapelab.grading.lateness import DueError, parse_due
     from tapelab.grading.records import Unwritable
     from tapelab.grading.report import summary_table
     from tapelab.grading.roster import RosterError
@@ -108,8 +109,12 @@ def _grade(args: argparse.Namespace) -> int:
     if not args.path.exists():
         return _usage(f"{args.path} does not exist: pass the folder of submissions or the LMS zip "
                       "(see `tapelab grade --help` for the accepted names)")
+    try:
+        due = dict(map(parse_due, args.due))
+    except DueError as error:
+        return _usage(str(error))
     errors: tuple[type[Exception], ...] = (InputError, CourseError, GradebookError, Unwritable, SandboxError,
-                                           RosterError)
+                                           RosterError, DueError)
     if args.scheduler:
         if args.jobs is not None:
             return _usage("--jobs is for grading on this machine; with --scheduler each worker's "
@@ -122,7 +127,8 @@ def _grade(args: argparse.Namespace) -> int:
         errors += (ClusterError,)
     options = Options(source=args.path, course=args.course, jobs=args.jobs or os.cpu_count() or 1,
                       timeout=args.timeout, force=args.force, report=args.report, progress_stream=sys.stderr,
-                      scheduler=args.scheduler, db_url=args.db, prefer=tuple(args.prefer), roster=args.roster)
+                      scheduler=args.scheduler, db_url=args.db, prefer=tuple(args.prefer), roster=args.roster,
+                      due=due)
     _stop_on_sigterm()
     try:
         report = grade(options)
@@ -150,6 +156,7 @@ def _feedback(args: argparse.Namespace) -> int:
     from tapelab.grading import CourseError, GradebookError
     from tapelab.grading.course import open_course
     from tapelab.grading.derived import refresh
+    from tapelab.grading.lateness import apply_penalties
     from tapelab.grading.records import STATE_FILE, State
 
     if not (args.course / "nbgrader_config.py").is_file():
@@ -163,6 +170,7 @@ def _feedback(args: argparse.Namespace) -> int:
         return 2
     try:
         state = State(course.root / STATE_FILE)
+        apply_penalties(course.db_url, course.config)  # a manual score changes what a late day costs
         outputs = refresh(course, state.entries, force=args.force)
     finally:
         course.close()
@@ -229,6 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--roster", type=Path, metavar="CSV",
                        help="student ids and names, in the CSV format of `nbgrader db student import` "
                             "(id,first_name,last_name,email[,lms_user_id]); every student in it joins the gradebook")
+    grade.add_argument("--due", action="append", default=[], metavar="NOTEBOOK=ISO8601",
+                       help="deadline of a notebook, e.g. 01_basic_tape=2026-10-01T23:59:00+02:00 (no zone: UTC), "
+                            "written into the gradebook as its assignment's duedate; repeatable. Late penalties "
+                            "follow the course's c.LatePenalty settings; roster columns extension_hours[.NOTEBOOK] "
+                            "give a student more time")
     grade.set_defaults(run=_grade)
     feedback = commands.add_parser(
         "feedback", help="regenerate feedback pages and grades.csv from the gradebook (after manual grading)",
