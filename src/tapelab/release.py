@@ -29,8 +29,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 
-__all__ = ["EXCHANGE_CONFIG", "ReleaseError", "course_config", "exchange_outbound", "nbgrader_env",
-           "prepare_course", "release", "release_to_exchange", "tag_test_cells", "TEST_CELL_TAG"]
+__all__ = ["EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "course_config", "exchange_outbound",
+           "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells", "TEST_CELL_TAG"]
 
 TEST_CELL_TAG = "raises-exception"
 
@@ -44,6 +44,17 @@ EXCHANGE_CONFIG = '''\
 import os  # noqa: E402
 
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+'''
+
+# The late policy of a grading course (tapelab.grading.lateness): `nbgrader autograde` and `tapelab grade`
+# price lateness with the same plugin; deadlines are the assignments' duedates in the gradebook.
+LATENESS_CONFIG = '''\
+# Late policy: a penalty for a notebook submitted after its assignment's duedate (plus the student's
+# extension), stored by nbgrader as late_submission_penalty. penalty_method: none, zero or per_day.
+c.AssignLatePenalties.plugin_class = "tapelab.grading.lateness.LatePenalty"
+c.LatePenalty.penalty_method = "per_day"
+c.LatePenalty.percent_per_day = 10.0
+c.LatePenalty.grace_minutes = 0.0
 '''
 
 
@@ -69,7 +80,7 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
     `say` is told before each notebook (a few seconds each).
     """
     course.mkdir(parents=True, exist_ok=True)
-    config = (GRADER / CONFIG_FILE).read_text()
+    config = f"{(GRADER / CONFIG_FILE).read_text()}\n{LATENESS_CONFIG}"
     if db_url:
         config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
     (course / CONFIG_FILE).write_text(config)

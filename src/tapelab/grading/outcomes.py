@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import time
 
-from tapelab.grading import derived, finalize, report as reports
+from tapelab.grading import derived, finalize, lateness, report as reports
 from tapelab.grading.gradebook import redact
 from tapelab.grading.inputs import Candidate, is_older, student_problem
 from tapelab.grading.records import LOG_FILE, STATE_FILE, State
@@ -125,6 +125,12 @@ class Outcomes:
             finalize.name_students(self.course, self.people)
         except Exception as error:
             self._warn(f"the students' names could not be written to the gradebook ({what(error)}): rerun")
+        late = None
+        try:
+            late = lateness.settle(self.course.db_url, self.course.config,
+                                   self.roster.extensions() if self.roster else {})
+        except Exception as error:
+            self._warn(f"the late penalties could not be updated in the gradebook ({what(error)}): rerun")
         self.progress.say("refreshing feedback and grades.csv from the gradebook")
         outputs = derived.refresh(self.course, self.state.entries)
         for problem in outputs.problems:
@@ -140,7 +146,7 @@ class Outcomes:
         report = reports.build_report(self.run_id, self.protections, self.entries, self.seconds, self.skipped,
                                       time.monotonic() - self.started, outputs.rows, self.state.inputs, written)
         report.update(execution=self.pool.description, warnings=self.warnings, interrupted=self.stopped,
-                      nothing_to_grade=not candidates)
+                      nothing_to_grade=not candidates, lateness=late)
         reports.write_report(report_path, report)
         self.log.write("end", counts=report["counts"], timing=report["timing"], interrupted=self.stopped)
         return report

@@ -112,11 +112,26 @@ def _scores(report: dict) -> list[str]:
     return lines
 
 
+def _lateness(report: dict) -> list[str]:
+    """The deadlines in the gradebook and each late notebook's lateness and penalty (none: no lines)."""
+    late = report.get("lateness")
+    if not late or not any(late["deadlines"].values()):
+        return []
+    due = ", ".join(f"{name} {when} UTC" for name, when in late["deadlines"].items() if when)
+    lines = [f"deadlines (gradebook duedate): {due}; late policy: {late['rule']}"]
+    for row in late["late"]:
+        extension = f", extension {row['extension_hours']:g} h" if row["extension_hours"] else ""
+        lines.append(f"  late: {printable(row['student'])} {row['notebook']}: submitted {row['submitted']}, due "
+                     f"{row['due']}{extension}: {row['hours_late']:g} h late, penalty {row['penalty']:g} of "
+                     f"{row['raw_score']:g}")
+    return lines
+
+
 def summary_table(report: dict) -> str:
     """What the run did: every status with who and what to do, the scores, timing, what was written,
     and a loud line for every protection that was off."""
     timing = report["timing"]
-    lines = [f"tapelab grade: run {report['run_id']}", *_statuses(report), *_scores(report)]
+    lines = [f"tapelab grade: run {report['run_id']}", *_statuses(report), *_scores(report), *_lateness(report)]
     med, p95 = timing["median_seconds"], timing["p95_seconds"]
     lines.append(f"seconds per notebook: median {med if med is not None else '-'}, p95 "
                  f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s (course set-up included)")

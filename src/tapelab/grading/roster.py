@@ -7,6 +7,10 @@ writes. Empty values are unknown (nbgrader stores them as NULL). A line whose ce
 skipped. Every id must be usable as an nbgrader student id and a folder name (`inputs.student_problem`),
 and no id or LMS user id may appear twice (compared ignoring case and Unicode normalization).
 
+Optional `extension_hours` (every assignment) and `extension_hours.<assignment>` columns give a
+student more time: a number of hours >= 0, stored as the submission's extension in the gradebook
+(`lateness.set_extensions`), where nbgrader adds it to the deadline.
+
 `Roster.match` finds the person behind a submission's student id: by id, else by an `lms_user_id`
 equal to one of the id's `_`-separated parts, as a Canvas download's `doejane_12345` carries the
 Canvas user id 12345. When the match is through `lms_user_id`, the coordinator grades the file under
@@ -25,6 +29,8 @@ from tapelab.grading.inputs import student_problem
 __all__ = ["COLUMNS", "Person", "Roster", "RosterError", "read_roster"]
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student columns
+EXTENSION = "extension_hours"  # extension_hours, or extension_hours.<assignment>
+_MAX_HOURS = 24 * 366  # a year: more is a typo
 _FIX = "fix the roster and rerun (columns: " + ",".join(COLUMNS) + "; only id is required)"
 
 
@@ -45,6 +51,7 @@ class Person:
     last_name: str | None = None
     email: str | None = None
     lms_user_id: str | None = None
+    extensions: tuple[tuple[str, float], ...] = ()  # (assignment, or "" for every one; hours)
 
     def names(self) -> dict[str, str | None]:
         """The gradebook's fields of this student other than the id (for `update_or_create_student`)."""
@@ -72,6 +79,10 @@ class Roster:
             return person
         hits = {self._by_lms[key] for part in student_id.split("_") if (key := _key(part)) in self._by_lms}
         return hits.pop() if len(hits) == 1 else None
+
+    def extensions(self) -> dict[str, dict[str, float]]:
+        """{student id: {assignment or "": hours}} of every student the roster gives more time."""
+        return {p.id: dict(p.extensions) for p in self.people if p.extensions}
 
     def identify(self, student_id: str) -> str:
         """The id to grade `student_id`'s files under: the matched person's id, else `student_id` itself
@@ -105,7 +116,26 @@ def _row(path: Path, line: int, row: dict) -> Person | None:
     fields["id"] = unicodedata.normalize("NFC", fields["id"])
     if why := student_problem(fields["id"]):
         raise RosterError(f"roster {path}, line {line}: {why}: {_FIX}")
-    return Person(**fields)
+    return Person(**fields, extensions=_extensions(path, line, values))
+
+
+def _extensions(path: Path, line: int, values: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    """The (assignment, hours) of the `extension_hours[.ASSIGNMENT]` cells that are filled in."""
+    out = []
+    for column, value in values.items():
+        base, _, assignment = (column or "").partition(".")
+        if base != EXTENSION or not value:
+            continue
+        try:
+            hours = float(value)
+        except ValueError:
+            hours = -1.0
+        if not 0 <= hours <= _MAX_HOURS:
+            raise RosterError(f"roster {path}, line {line}: {column} `{value}` is not a number of hours from 0 to "
+                              f"{_MAX_HOURS}: "
+                              "write the extra hours (36, 1.5) or leave the cell empty")
+        out.append((assignment, hours))
+    return tuple(sorted(out))
 
 
 def read_roster(path: Path) -> Roster:

@@ -24,11 +24,12 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
-from tapelab.grading import derived, finalize, guard, sanitize
+from tapelab.grading import derived, finalize, guard, lateness, sanitize
 from tapelab.grading.course import Course, open_course
 from tapelab.grading.gradebook import redact
 from tapelab.grading.inputs import Candidate, InputError, discover
@@ -68,6 +69,7 @@ class Options:
     db_url: str | None = None  # the gradebook of a new course folder (default: its gradebook.db)
     prefer: tuple[str, ...] = ()  # inputs that win for their student and notebook whatever their time
     roster: Path | None = None  # CSV of nbgrader's `db student import` format: ids and names
+    due: dict[str, datetime] = field(default_factory=dict)  # notebook -> deadline, written into the gradebook
 
 
 def _pool(options: Options):
@@ -117,6 +119,7 @@ class Coordinator(Outcomes):
                 check_writable(self.course.root / name, "the course file")
             self.log = JsonLog(self.course.root / LOG_FILE, self.run_id)
             self.state = State(self.course.root / STATE_FILE)
+            lateness.set_due_dates(self.course.db_url, self.course.known, options.due)
         except BaseException:
             if self.log is not None:
                 self.log.close()
