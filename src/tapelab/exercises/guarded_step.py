@@ -119,16 +119,24 @@ def safe_step(model, optimizer, x, y):
         model = _model(features)
         optimizer = keras.optimizers.SGD(LEARNING_RATE)
         optimizer.build(model.trainable_variables)  # variables are created eagerly, never inside the graph
-        start = [v.numpy() for v in model.trainable_variables]
         compiled = tf.function(fn)
         shown = f"a `Dense(1)` model on {features} inputs, SGD({LEARNING_RATE}), {row.name}"
         doing = f"Calling `tf.function(safe_step)` on {shown}"
+        errors: list[Exception] = []
+
+        def step():
+            try:
+                return compiled(model, optimizer, tf.constant(row.x), tf.constant(row.y))
+            except Exception as error:  # kept whole: the feedback shows only its first line
+                errors.append(error)
+                raise
+
         try:
-            returned = self.run(lambda: compiled(model, optimizer, tf.constant(row.x), tf.constant(row.y)), doing).value
+            returned = self.run(step, doing).value
         except Incorrect as problem:
             if row.raises:
                 return  # a malformed batch must raise; any error stops the run, which is the point
-            raise self._explain_graph_error(problem) from None
+            raise self._explain_graph_error(problem, errors) from None
         if row.raises:
             raise Incorrect(f"On {row.name} your step returned {_shown(returned)} instead of raising. A batch of "
                             "the wrong shape is a bug in the input pipeline, not a bad batch to skip: did you "
@@ -181,11 +189,12 @@ def safe_step(model, optimizer, x, y):
         return Incorrect(f"{head} Is your condition False when the loss or a gradient is NaN or Inf, or the "
                          "batch has no rows?")
 
-    def _explain_graph_error(self, problem: Incorrect) -> Incorrect:
-        text = str(problem)
+    def _explain_graph_error(self, problem: Incorrect, errors: list[Exception]) -> Incorrect:
+        """A step that fails only because it runs in a graph: it asked a symbolic tensor for its value."""
+        text = " ".join(f"{type(e).__name__}: {e}" for e in errors) or str(problem)
         if any(needle in text for needle in ("numpy() is only available", "as a Python `bool`",
                                              "OperatorNotAllowedInGraphError", "SymbolicTensor")):
-            return Incorrect(f"{text} Inside `tf.function` a tensor has no value yet, so `.numpy()`, `float()` "
+            return Incorrect(f"{problem} Inside `tf.function` a tensor has no value yet, so `.numpy()`, `float()` "
                              "or `bool()` of it fails. Compute the check with tensor ops "
                              "(`tf.math.is_finite`, `tf.reduce_all`) and branch with `tf.cond`.",
                              cause="eager-only-check")
