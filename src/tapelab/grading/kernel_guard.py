@@ -54,6 +54,11 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
 
     sys.path[:] = path
     run_trusted_imports()
+    # pyplot (Keras imports it) picks its backend lazily, on the first plot, and then rebinds some of its own
+    # functions (draw_if_interactive): pick it now, so the snapshot already holds what an honest plot leads to.
+    pyplot = modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.switch_backend(modules["matplotlib"].get_backend())
 
     def snapshot_modules(ours):
         saved = {}
