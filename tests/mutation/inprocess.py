@@ -9,10 +9,8 @@ on any output to stderr; an error in the answer cell itself is recorded but not 
 from __future__ import annotations
 
 import io
-import os
 import re
 import signal
-import tempfile
 import threading
 import time
 import warnings
@@ -27,6 +25,7 @@ from answers import define
 from course import grade_cell_of
 from tapelab.feedback import Feedback, NotAttempted
 from tapelab.paths import SOLUTIONS
+from tapelab.quiet import StderrFd
 
 __all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade"]
 
@@ -180,20 +179,15 @@ def _user_namespace(namespace: dict):
 
 @contextmanager
 def _stderr():
-    """Collect what is written to stderr, by Python and at the file-descriptor level (TF's C++ logs)."""
+    """Collect what is written to stderr, by Python and at the file-descriptor level (TF's C++ logs), the
+    latter with the checkers' own capture (tapelab.quiet.StderrFd)."""
     written = [""]
-    buffer = io.StringIO()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            with redirect_stderr(buffer):
-                yield written
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            written[0] = buffer.getvalue() + sink.read().decode(errors="replace")
+    buffer, fd = io.StringIO(), StderrFd()
+    try:
+        with fd, redirect_stderr(buffer):
+            yield written
+    finally:
+        written[0] = buffer.getvalue() + "".join(f"{line}\n" for line in getattr(fd, "lines", []))
 
 
 @contextmanager
