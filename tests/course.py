@@ -74,7 +74,8 @@ _KERNEL_START_FAULTS = ("Kernel died before replying to kernel_info", "Kernel di
 
 def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int = 2) -> None:
     """Run the real `nbgrader autograde`: once per notebook for the students whose kernels start alike, once
-    per student with an environment of its own, `jobs` runs at a time (each run pays nbgrader's start-up).
+    per student with an environment of its own (all its notebooks in one run, assignment `*`, when every
+    submission of that student on disk is ours), `jobs` runs at a time (each run pays nbgrader's start-up).
 
     A run whose kernel fails to start (an infrastructure fault, not the student's) is retried once. The runs
     share one SQLite gradebook: in WAL mode, with a long busy timeout, a run waits for the other's write
@@ -85,17 +86,25 @@ def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int
         conn.execute("PRAGMA journal_mode=WAL")
     db_url = f"--CourseDirectory.db_url=sqlite:///{db}?timeout=600"
     runs: list[tuple[str, list[str], dict[str, str]]] = []
+    apart: list[Submission] = []
     for notebook in sorted({s.notebook for s in subs}):
         mine = [s for s in subs if s.notebook == notebook]
         on_disk = {p.parent.parent.name for p in (course / "submitted").glob(f"*/{notebook}/{notebook}.ipynb")}
         together = [s for s in mine if not s.env]
         if len(together) > 1 and on_disk == {s.student for s in mine}:  # every submission of it is ours
-            apart = [s for s in mine if s.env]
-            exclude = f"--CourseDirectory.student_id_exclude={','.join(s.student for s in apart)}"
-            runs.append((notebook, [exclude] if apart else [], {}))
+            loners = [s for s in mine if s.env]
+            exclude = f"--CourseDirectory.student_id_exclude={','.join(s.student for s in loners)}"
+            runs.append((notebook, [exclude] if loners else [], {}))
+            apart += loners
         else:
-            apart = mine
-        runs += [(notebook, ["--student", s.student], s.env) for s in apart]
+            apart += mine
+    for student in sorted({s.student for s in apart}):
+        theirs = [s for s in apart if s.student == student]
+        on_disk = {p.parent.name for p in (course / "submitted" / student).glob("*/*.ipynb")}
+        if len(theirs) > 1 and on_disk == {s.notebook for s in theirs} and all(s.env == theirs[0].env for s in theirs):
+            runs.append(("*", ["--student", student], theirs[0].env))
+        else:
+            runs += [(s.notebook, ["--student", s.student], s.env) for s in theirs]
 
     def grade(run: tuple[str, list[str], dict[str, str]]) -> None:
         notebook, selection, extra = run
@@ -109,6 +118,7 @@ def autograde(course: Path, subs: list[Submission], jobs: int = 2, attempts: int
             time.sleep(2 * (attempt + 1))
         raise RuntimeError(f"autograde of {notebook} {' '.join(selection)} failed:\n{result.stderr[-3000:]}")
 
+    runs.sort(key=lambda run: run[0] != "*")  # the longest runs first
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(grade, runs))
 
