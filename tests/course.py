@@ -152,10 +152,10 @@ def results(course: Path, sub: Submission) -> dict[str, CellResult]:
         return {g.name: CellResult(g.score, g.max_score, messages.get(g.name, "")) for g in graded.grades}
 
 
-def build_course(root: Path, notebooks: list[str]) -> Path:
-    """A course in `root` with `notebooks` released, their round-trip submissions graded."""
+def build_course(root: Path, notebooks: list[str], extra: list[Submission] = ()) -> Path:
+    """A course in `root` with `notebooks` released, their round-trip submissions and `extra` graded."""
     prepare_course(root, notebooks)
-    subs = [s for nb in notebooks for s in round_trip_submissions(nb)]
+    subs = [s for nb in notebooks for s in round_trip_submissions(nb)] + list(extra)
     for sub in subs:
         write_submission(root, sub)
     autograde(root, subs, jobs=int(os.environ.get("TAPELAB_TEST_JOBS", "2")))

@@ -1,11 +1,12 @@
-"""The grading round trip through the real `nbgrader autograde`, for every notebook."""
+"""The grading round trip through the real `nbgrader autograde`, for every notebook, and whether the
+instant check a student sees agrees with the grade nbgrader records, on mutants."""
 import pytest
 
 from course import results, round_trip_submissions, grade_cell_of
+from mutation.harness import disagreements, discover
 from tapelab.paths import assignment_names
 
-pytestmark = pytest.mark.heavy(350)  # seconds, about: scheduled first (tests/conftest.py)
-
+pytestmark = pytest.mark.heavy(500)  # seconds, about: scheduled first (tests/conftest.py)
 
 
 def _by_student(notebook, student):
@@ -58,3 +59,16 @@ def test_mistakes_cost_only_their_own_exercise(graded_course, notebook):
         for grade_id, result in results(graded_course, sub).items():
             if grade_id not in {grade_cell_of(a) for a in sub.mistakes}:
                 assert result.score == result.max_score, (sub.student, grade_id, result)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("notebook", assignment_names())
+def test_instant_check_agrees_with_nbgrader(graded_course, agreement_tiers, notebook):
+    """Does nbgrader's grade (full or zero) agree with the in-process verdict for each exercise's sampled
+    mutant (a pass must get full marks, a failure zero)?"""
+    errors = discover([notebook])[1]
+    assert not errors, errors
+    mine = [t for t in agreement_tiers if t.submission.notebook == notebook]
+    assert mine, f"no agreement submission for {notebook}"
+    found = [str(d) for t in mine for d in disagreements(graded_course, t)]
+    assert not found, "\n".join(found)

@@ -25,7 +25,7 @@ from .mutants import TAPE_KINDS, Mutant, base_kind, generate
 __all__ = [
     "EQUIVALENT_FILE", "KEYWORDS", "Result", "Disagreement", "Equivalent", "HarnessError", "Exercise",
     "notebooks", "discover", "exercises", "mutants_of", "load_equivalents", "stale_equivalents", "judge", "sample",
-    "Tier", "tier_submissions", "grade_submissions",
+    "Tier", "tier_submissions", "grade_submissions", "disagreements",
 ]
 
 EQUIVALENT_FILE = Path(__file__).with_name("equivalent.toml")
@@ -241,10 +241,11 @@ def grade_submissions(root: Path, tiers: list[Tier], jobs: int = 2) -> list[Disa
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(release, by_notebook))
         list(pool.map(lambda t: autograde(root / t.submission.notebook, [t.submission], jobs=1), tiers))
-    return [d for tier in tiers for d in _compare(root / tier.submission.notebook, tier)]
+    return [d for tier in tiers for d in disagreements(root / tier.submission.notebook, tier)]
 
 
-def _compare(course: Path, tier: Tier) -> list[Disagreement]:
+def disagreements(course: Path, tier: Tier) -> list[Disagreement]:
+    """Where the grade of `tier`'s submission in `course` contradicts the in-process verdict."""
     graded = results(course, tier.submission)
     found = []
     for test_id, passed in tier.expected.items():

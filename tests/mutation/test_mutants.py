@@ -1,7 +1,7 @@
 """Grading the grader: every checker proven against mutants of its reference answer.
 
 A bounded, deterministic sample runs here: TAPELAB_MUTANTS_PER_EXERCISE mutants per exercise
-(default 8), graded in-process through the exercise's whole test cell. test_agreement.py checks
+(default 8), graded in-process through the exercise's whole test cell. tests/grading/test_round_trip.py checks
 nbgrader's grades against these verdicts; `tools/mutants.py` runs every mutant and prints the table.
 """
 import ast
