@@ -41,19 +41,23 @@ CLASS = {
 NAMES = {"ana": ("Ana", "Lima"), "ben": ("Ben", "Okafor"), "cai": ("Cai", "Wong"), "dee": ("Dee", "Marsh"),
          "eve": ("Eve", "Stone")}
 SECONDS = {"ana": 4.0, "ben": 6.0, "cai": 8.0, "dee": 10.0, "eve": 1.0}  # per notebook graded
-# Gradescope's results.json, as its autograder specification describes the fields tapelab writes.
+# Gradescope's results.json, every field its autograder specification lists and no other
+# (https://gradescope-autograders.readthedocs.io/en/latest/specs/): a top-level score or tests.
+_WHEN = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+_FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
 GRADESCOPE_SCHEMA = {
-    "type": "object", "required": ["tests"],
+    "type": "object", "additionalProperties": False, "anyOf": [{"required": ["score"]}, {"required": ["tests"]}],
     "properties": {
-        "score": {"type": "number"}, "output": {"type": "string"}, "execution_time": {"type": "number"},
-        "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
-        "stdout_visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "output_format": _FORMAT, "test_output_format": _FORMAT, "test_name_format": _FORMAT, "visibility": _WHEN,
+        "stdout_visibility": _WHEN, "extra_data": {"type": "object"}, "leaderboard": {"type": "array"},
         "tests": {"type": "array", "items": {
-            "type": "object", "required": ["score", "max_score", "name"], "additionalProperties": False,
-            "properties": {"score": {"type": "number"}, "max_score": {"type": "number"}, "name": {"type": "string"},
-                           "number": {"type": "string"}, "output": {"type": "string"},
-                           "status": {"enum": ["passed", "failed"]}, "tags": {"type": "array"},
-                           "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]}}}},
+            "type": "object", "additionalProperties": False,
+            "properties": {"score": {"type": "number"}, "max_score": {"type": "number"},
+                           "status": {"enum": ["passed", "failed"]}, "name": {"type": "string"}, "name_format": _FORMAT,
+                           "number": {"type": "string"}, "output": {"type": "string"}, "output_format": _FORMAT,
+                           "tags": {"type": "array", "items": {"type": "string"}}, "visibility": _WHEN,
+                           "extra_data": {"type": "object"}}}},
     },
 }
 HOSTILE = "<script>window.__pwned_insight=1</script><img src=x onerror=alert(1)>"  # in dee's answers

@@ -169,7 +169,7 @@ def test_the_change_since_the_last_run_shows_what_moved(course, tmp_path):
 def test_canvas_csv_has_the_import_columns_and_the_gradebook_scores(course):
     """Does the Canvas CSV carry Canvas's identity columns, Points Possible and each gradebook score?"""
     rows = _rows(course)
-    lms = {s: f"u{i}" for i, s in enumerate(sorted(CLASS)) if s != "eve"}
+    lms = {s: str(1000 + i) for i, s in enumerate(sorted(CLASS)) if s != "eve"}  # Canvas user ids are numbers
     table = list(csv.reader(io.StringIO(exports.canvas_csv(rows, lms, section="A").text)))
     assert table[0] == [*exports.CANVAS_FIELDS, *NOTEBOOKS]
     assert table[1][0] == "Points Possible" and [float(v) for v in table[1][5:]] == [
@@ -284,7 +284,8 @@ def _guide_block() -> str:
 
 
 def test_the_guides_after_grading_commands_run_as_written(course, tmp_path):
-    """Does the guide's block run as written, writing the insight, both CSVs and the review of 1.1?"""
+    """Does the guide's block run as written, writing the insight, the Canvas CSV (a named Canvas assignment),
+    the long CSV, one results.json and the review of 1.1?"""
     home = tmp_path / "home"
     home.mkdir()
     (home / "tapelab-2026").symlink_to(course)
@@ -292,8 +293,12 @@ def test_the_guides_after_grading_commands_run_as_written(course, tmp_path):
                           env={**nbgrader_env(), "HOME": str(home)}, capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert json.loads((course / insight.INSIGHT_DIR / "insight.json").read_text())["students"] == len(CLASS)
+    assert (course / insight.INSIGHT_DIR / "insight-assignments.csv").is_file()
     canvas = list(csv.reader((home / "canvas-grades.csv").open()))
-    assert canvas[0][:5] == list(exports.CANVAS_FIELDS) and len(canvas) == 2 + len(CLASS)
+    assert canvas[0] == [*exports.CANVAS_FIELDS, f"{BASIC} (4101)", TINY] and len(canvas) == 2 + len(CLASS)
+    results = json.loads((home / "results-ben.json").read_text())
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    assert results["score"] == next(r.score for r in _rows(course) if (r.student, r.notebook) == ("ben", BASIC))
     assert len((home / "grades-long.csv").read_text().splitlines()) == 1 + len(CLASS) * sum(
         len(_points(course, nb)) for nb in NOTEBOOKS)
     assert "01_basic_tape exercise 1.1" in done.stdout and "== outside-tape" in done.stdout

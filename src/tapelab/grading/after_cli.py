@@ -76,6 +76,18 @@ def _lms_ids(db_url: str, roster: Path | None) -> dict[str, str | None]:
     return ids
 
 
+def _assignment_ids(pairs: list[str]) -> dict[str, str]:
+    """`--canvas-assignment NOTEBOOK=ID` values as {notebook: Canvas assignment id}."""
+    ids = {}
+    for pair in pairs:
+        notebook, sep, assignment_id = pair.partition("=")
+        if not (sep and notebook.strip() and assignment_id.strip()):
+            raise _Usage(f"--canvas-assignment {pair!r}: write NOTEBOOK=ID, e.g. "
+                         "--canvas-assignment 01_basic_tape=12345")
+        ids[notebook.strip()] = assignment_id.strip()
+    return ids
+
+
 def _export(args: argparse.Namespace) -> int:
     from tapelab.grading import exports
     from tapelab.grading.records import atomic_write_text
@@ -85,10 +97,14 @@ def _export(args: argparse.Namespace) -> int:
         target = args.out or root / "exports" / FORMATS[args.format]
         warning = None
         if args.format == "canvas":
-            canvas = exports.canvas_csv(rows, _lms_ids(db_url, args.roster), section=args.section)
+            try:
+                canvas = exports.canvas_csv(rows, _lms_ids(db_url, args.roster), section=args.section,
+                                            assignment_ids=_assignment_ids(args.canvas_assignment))
+            except exports.CanvasError as error:
+                raise _Usage(str(error)) from None
             text = canvas.text
             if canvas.unmatched:
-                warning = (f"{len(canvas.unmatched)} student(s) have no Canvas user id and were left out: "
+                warning = (f"{len(canvas.unmatched)} student(s) have no Canvas user id (a number) and were left out: "
                            f"{', '.join(canvas.unmatched)}. Add their lms_user_id to a roster and pass --roster")
         elif args.format == "long":
             text = exports.long_csv(root, db_url, rows)
@@ -128,7 +144,8 @@ def add_commands(commands) -> None:
     insight = commands.add_parser(
         "insight", help="class report: scores, completion, named mistakes per exercise (HTML, CSV, JSON)",
         description="Write COURSE/insight/insight.html (self-contained, no script), insight.json, "
-                    "insight-exercises.csv and insight-causes.csv from the gradebook and the autograded notebooks. "
+                    "insight-assignments.csv, insight-exercises.csv and insight-causes.csv from the gradebook and the "
+                    "autograded notebooks. "
                     "`tapelab grade` and `tapelab feedback` write it too.")
     insight.add_argument("--course", type=Path, default=GRADER / "course", help=course_help)
     insight.add_argument("--out", type=Path, metavar="DIR", help="folder to write into (default: COURSE/insight)")
@@ -137,14 +154,18 @@ def add_commands(commands) -> None:
     export = commands.add_parser(
         "export", help="grades for an LMS: Canvas import CSV, Gradescope results.json, long CSV",
         description="canvas: Canvas's gradebook import CSV (Student, ID, SIS User ID, SIS Login ID, Section, one "
-                    "column per notebook, a Points Possible row); long: student, assignment, notebook, exercise, "
-                    "grade_id, score, max_score, outcome, cause; gradescope: one student's results.json.")
+                    "column per notebook, `NOTEBOOK (ID)` for a Canvas assignment named by --canvas-assignment, a "
+                    "Points Possible row); long: student, assignment, notebook, exercise, grade_id, score, max_score, "
+                    "outcome, cause; gradescope: one student's results.json.")
     export.add_argument("format", choices=sorted(FORMATS))
     export.add_argument("--course", type=Path, default=GRADER / "course", help=course_help)
     export.add_argument("--out", type=Path, metavar="FILE", help="where to write (default: COURSE/exports/...)")
     export.add_argument("--roster", type=Path, metavar="CSV", help="canvas: lms_user_id of each student id "
                         "(nbgrader's roster columns), else the gradebook's")
     export.add_argument("--section", default="", help="canvas: the Section column")
+    export.add_argument("--canvas-assignment", action="append", default=[], metavar="NOTEBOOK=ID",
+                        help="canvas: fill Canvas assignment ID (the number in its address) with NOTEBOOK's scores; "
+                        "repeat per notebook (without it Canvas matches the notebook's name or creates an assignment)")
     export.add_argument("--student", help="gradescope: the student id")
     export.add_argument("--notebook", help="gradescope: the notebook, e.g. 01_basic_tape")
     export.set_defaults(run=_export)

@@ -7,18 +7,29 @@ visible test output, which never holds a hidden test (hidden parts run where nob
 output); as a second line of defence, any output line that quotes a line of a hidden test (from the
 course's source/ notebooks) is withheld. Every text cell is made inert for spreadsheets.
 
-Formats, as published:
-- Canvas (Grades > Import): a header row `Student, ID, SIS User ID, SIS Login ID, Section` and one
-  column per assignment; an optional second row `Points Possible`. Canvas matches a row by `ID`, its
-  user id: the gradebook's (or the roster's) `lms_user_id`. A student without one cannot be matched and
-  is left out (the caller lists them).
-- Gradescope (autograder specification): {"score", "output", "visibility", "stdout_visibility",
-  "tests": [{"name", "number", "score", "max_score", "status", "output", "visibility"}]}.
+Formats, as their readers define them:
+- Canvas (Grades > Import), as Canvas's importer reads a file
+  (https://github.com/instructure/canvas-lms/blob/master/lib/gradebook_importer.rb; the export it mirrors
+  is lib/gradebook_exporter.rb; the instructor's page is
+  https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807):
+  the header row starts `Student, ID`, then `SIS User ID, SIS Login ID` and `Section`, the last identity
+  column; every later column is an assignment, `Title (12345)` naming Canvas assignment 12345 (matched by
+  id), any other header matched by exact title or created as a new assignment; a row whose first cell
+  holds `Points Possible` sets the points. A student row is matched by `ID`, the Canvas user id (a
+  number), before SIS ids and names: here the gradebook's (or the roster's) `lms_user_id`. A student
+  without a numeric one cannot be matched and is left out (the caller lists them).
+- Gradescope, as its autograder specification lists the fields
+  (https://gradescope-autograders.readthedocs.io/en/latest/specs/): {"score" (overrides the tests' sum),
+  "output", "output_format", "test_output_format", "test_name_format", "visibility",
+  "stdout_visibility", "tests": [{"name", "number", "score", "max_score", "status", "output",
+  "visibility"}]}. Formats are `text`, so nothing a student printed is rendered as HTML, Markdown or ANSI
+  (the top-level output is otherwise `simple_format`, which renders HTML).
 """
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +37,14 @@ from tapelab.grading import attempts as attempts_
 from tapelab.grading.insight import cell_grades, classify
 from tapelab.grading.standings import Standing, _cell
 
-__all__ = ["CANVAS_FIELDS", "LONG_FIELDS", "Canvas", "canvas_csv", "long_csv", "gradescope_results", "withhold"]
+__all__ = ["CANVAS_FIELDS", "LONG_FIELDS", "Canvas", "CanvasError", "canvas_csv", "long_csv", "gradescope_results",
+           "withhold"]
 
 CANVAS_FIELDS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 LONG_FIELDS = ("student", "assignment", "notebook", "exercise", "grade_id", "score", "max_score", "outcome", "cause")
 WITHHELD = "(output withheld: it quotes a hidden test)"
+_CANVAS_ID = re.compile(r"[0-9]+")  # Canvas reads an id with Ruby's to_i: ASCII digits only
+_CANVAS_TITLE_AND_ID = re.compile(r"(.*)\s\((\d+)\)", re.ASCII)  # Canvas's Assignment.title_and_id
 
 
 def _write(rows: list[list]) -> str:
@@ -48,20 +62,46 @@ class Canvas:
     unmatched: list[str] = field(default_factory=list)
 
 
-def canvas_csv(rows: list[Standing], lms_ids: dict[str, str | None], section: str = "") -> Canvas:
+class CanvasError(ValueError):
+    """An assignment column Canvas would not file as asked (an id that is not one, a notebook not released,
+    a name Canvas reads as an id); the message names the fix."""
+
+
+def _canvas_header(notebook: str, assignment_id: str | None) -> str:
+    """`01_basic_tape (12345)` for Canvas assignment 12345, else the notebook's name, which Canvas matches
+    by title or creates; a name that Canvas would read as `Title (id)` is refused."""
+    if assignment_id is not None:
+        if not _CANVAS_ID.fullmatch(assignment_id):
+            raise CanvasError(f"--canvas-assignment {notebook}={assignment_id}: not a number; pass the number at "
+                              "the end of the Canvas assignment's address (.../assignments/12345)")
+        return f"{notebook} ({assignment_id})"
+    if _CANVAS_TITLE_AND_ID.fullmatch(notebook):
+        raise CanvasError(f"Canvas would read the column {notebook!r} as its assignment "
+                          f"{_CANVAS_TITLE_AND_ID.fullmatch(notebook)[2]}: pass --canvas-assignment {notebook}=ID")
+    return notebook
+
+
+def canvas_csv(rows: list[Standing], lms_ids: dict[str, str | None], section: str = "",
+               assignment_ids: dict[str, str] | None = None) -> Canvas:
     """Canvas's import CSV: one row per student with a Canvas user id (`lms_ids`), one column per notebook
-    (score after late penalty), and the Points Possible row."""
+    (score after late penalty; `assignment_ids` maps a notebook to its Canvas assignment id), and the
+    Points Possible row."""
+    assignment_ids = assignment_ids or {}
     notebooks = sorted({(r.assignment, r.notebook) for r in rows})
+    unknown = sorted(set(assignment_ids) - {nb for _, nb in notebooks})
+    if unknown:
+        raise CanvasError(f"--canvas-assignment {', '.join(unknown)}: not a released notebook (released: "
+                          f"{', '.join(nb for _, nb in notebooks)})")
     top = {(r.assignment, r.notebook): r.max_score for r in rows}
-    table = [[*CANVAS_FIELDS, *(nb for _, nb in notebooks)],
+    table = [[*CANVAS_FIELDS, *(_canvas_header(nb, assignment_ids.get(nb)) for _, nb in notebooks)],
              ["Points Possible", "", "", "", "", *(top[key] for key in notebooks)]]
     by_student: dict[str, dict] = {}
     for row in rows:
         by_student.setdefault(row.student, {})[(row.assignment, row.notebook)] = row
     unmatched = []
     for student, mine in sorted(by_student.items()):
-        lms = lms_ids.get(student)
-        if not lms:
+        lms = (lms_ids.get(student) or "").strip()
+        if not _CANVAS_ID.fullmatch(lms):
             unmatched.append(student)
             continue
         first = next(iter(mine.values()))
@@ -118,6 +158,6 @@ def gradescope_results(root: Path, db_url: str, rows: list[Standing], student: s
         summary += f" (raw {row.raw_score:g}, late penalty {row.late_penalty:g})"
     if row.status != "graded":
         summary += f"; status {row.status}" + (f": {row.reason}" if row.reason else "")
-    return {"score": row.score, "output": summary, "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": tests}
+    return {"score": row.score, "output": summary, "output_format": "text", "test_output_format": "text",
+            "test_name_format": "text", "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 

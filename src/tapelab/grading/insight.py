@@ -9,8 +9,17 @@ analytics count only, never a grade. Students are anonymised (`student 7`, in an
 a hash of the id, not the alphabet) unless `names`; an example answer has its comments removed and
 the student's id and names replaced.
 
-`build` returns the insight as one dict (insight.json); `write` also writes insight-exercises.csv,
-insight-causes.csv and the HTML report (`insight_html`), comparing with the insight.json it replaces.
+Each assignment carries its late policy as the gradebook holds it (`lateness.lateness`): the deadline,
+the late notebooks and the penalties stored on them. Anonymised, a late notebook shows no student
+label: its extension would say whose it is, and the label would then name that student's examples.
+
+Rows are ordered here, in Python, never by the database: SQLite orders text by its bytes and a
+PostgreSQL server by its collation (`en_US` puts `ex1_1_test` before `ex1_10_test`, bytes the other
+way round), so ORDER BY would make one gradebook two different reports.
+
+`build` returns the insight as one dict (insight.json); `write` also writes insight-assignments.csv,
+insight-exercises.csv, insight-causes.csv and the HTML report (`insight_html`), comparing with the
+insight.json it replaces.
 """
 from __future__ import annotations
 
@@ -27,6 +36,7 @@ from pathlib import Path
 
 from tapelab.causes import CAUSES
 from tapelab.grading import attempts as attempts_
+from tapelab.grading import lateness
 from tapelab.grading.records import LOG_FILE, atomic_write_text
 from tapelab.grading.standings import Standing, distribution, submission_rows
 
@@ -45,11 +55,10 @@ def cell_grades(db_url: str) -> tuple[list[tuple], dict[tuple, tuple[float, floa
 
     with Gradebook(db_url) as gb:
         cells = (gb.db.query(Assignment.name, Notebook.name, GradeCell.name, GradeCell.max_score)
-                 .select_from(GradeCell).join(GradeCell.notebook).join(Notebook.assignment)
-                 .order_by(Assignment.name, Notebook.name, GradeCell.name).all())
+                 .select_from(GradeCell).join(GradeCell.notebook).join(Notebook.assignment).all())
         graded = submission_rows(gb, GradeCell.name, Grade.score, GradeCell.max_score, start=Grade,
                                  via=(Grade.cell.of_type(GradeCell), Grade.notebook))
-    return ([tuple(c) for c in cells],
+    return (sorted(tuple(c) for c in cells),
             {tuple(row[:4]): (float(row[4] or 0.0), float(row[5] or 0.0)) for row in graded})
 
 
@@ -174,6 +183,20 @@ def _ranking(exercises: list[dict]) -> dict:
             "causes": sorted(by_cause.values(), key=lambda c: (-c["students"], c["cause"]))}
 
 
+def _late(late: dict, assignment: str, notebook: str, rows: list[Standing], labels: dict, names: bool) -> dict:
+    """One notebook's deadline (UTC, None without one) and its late submissions: hours late, extension,
+    raw score, the penalty stored in the gradebook and the score after it; labelled only with `names`."""
+    scores = {(r.student, r.assignment, r.notebook): r.score for r in rows}
+    mine = [r for r in late["late"] if (r["assignment"], r["notebook"]) == (assignment, notebook)]
+    shown = [{**({"student": labels[r["student"]]} if names else {}), "hours_late": r["hours_late"],
+              "extension_hours": r["extension_hours"], "raw_score": r["raw_score"], "penalty": r["penalty"],
+              "score": scores[(r["student"], assignment, notebook)]} for r in mine]
+    shown.sort(key=lambda r: (-r["hours_late"], -r["penalty"], r.get("student", "")))
+    return {"deadline": late["deadlines"].get(assignment), "late": len(shown),
+            "penalised": sum(1 for r in shown if r["penalty"] > 0),
+            "points_deducted": round(float(sum(r["penalty"] for r in shown)), 4), "submissions": shown}
+
+
 def _change(previous: dict | None, exercises: list[dict]) -> dict:
     """What moved since the insight.json this one replaces: share correct and students per cause."""
     if not isinstance(previous, dict) or not isinstance(previous.get("exercises"), list):
@@ -196,8 +219,12 @@ def _change(previous: dict | None, exercises: list[dict]) -> dict:
 
 
 def build(root: Path, db_url: str, rows: list[Standing], names: bool = False, previous: dict | None = None) -> dict:
-    """The insight of a course folder: per assignment, per exercise, the ranking and the change since `previous`."""
+    """The insight of a course folder: per assignment (late policy included), per exercise, the ranking and the
+    change since `previous`."""
+    from tapelab.release import course_config
+
     cells, grades = cell_grades(db_url)
+    late = lateness.lateness(db_url, course_config(root))
     seen = _read_attempts(root, rows)
     students = sorted({r.student for r in rows})
     labels = _labels(students, names)
@@ -209,13 +236,16 @@ def build(root: Path, db_url: str, rows: list[Standing], names: bool = False, pr
         assignments.append({**d, "assignment": mine[0].assignment, "completion": _share(d["submitted"], d["students"]),
                             "statuses": dict(sorted(Counter(r.status for r in mine).items())),
                             "grading": timing.get(d["notebook"], {"executions": 0, "total_seconds": 0.0,
-                                                                  "median_seconds": None})})
+                                                                  "median_seconds": None}),
+                            "late_policy": _late(late, mine[0].assignment, d["notebook"], rows, labels, names)})
     exercises = [_exercise(cell, rows, grades, seen, labels, people) for cell in cells]
     return {"generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "names": names, "students": len(students),
-            "assignments": assignments, "exercises": exercises, "ranking": _ranking(exercises),
-            "change": _change(previous, exercises)}
+            "late_rule": late["rule"], "assignments": assignments, "exercises": exercises,
+            "ranking": _ranking(exercises), "change": _change(previous, exercises)}
 
 
+ASSIGNMENT_FIELDS = ("assignment", "notebook", "students", "submitted", "completion", "max_score", "mean", "median",
+                     "min", "max", "deadline", "late", "penalised", "points_deducted", "executions", "grading_seconds")
 EXERCISE_FIELDS = ("assignment", "notebook", "exercise", "grade_id", "max_score", "submitted", *OUTCOMES,
                    *(f"share_{k}" for k in OUTCOMES))
 CAUSE_FIELDS = ("assignment", "notebook", "exercise", "cause", "title", "students", "share")
@@ -244,8 +274,13 @@ def write(root: Path, db_url: str, rows: list[Standing], out: Path | None = None
         previous = None
     insight = build(root, db_url, rows, names=names, previous=previous)
     cause_rows = [{**e, **c} for e in insight["exercises"] for c in e["causes"]]
-    files = {"insight.json": json.dumps(insight, indent=1), "insight-exercises.csv": _csv(EXERCISE_FIELDS, insight["exercises"]),
+    assignment_rows = [{**a, **a["late_policy"], "executions": a["grading"]["executions"],
+                        "grading_seconds": a["grading"]["total_seconds"]} for a in insight["assignments"]]
+    files = {"insight.json": json.dumps(insight, indent=1),
+             "insight-assignments.csv": _csv(ASSIGNMENT_FIELDS, assignment_rows),
+             "insight-exercises.csv": _csv(EXERCISE_FIELDS, insight["exercises"]),
              "insight-causes.csv": _csv(CAUSE_FIELDS, cause_rows), "insight.html": render(insight)}
     for name, text in files.items():
         atomic_write_text(out / name, text)
-    return {"insight": f"{out / 'insight.html'} (and insight.json, insight-exercises.csv, insight-causes.csv)"}
+    return {"insight": f"{out / 'insight.html'} (and insight.json, insight-assignments.csv, insight-exercises.csv, "
+                       "insight-causes.csv)"}

@@ -72,8 +72,28 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _late(late: dict, names: bool) -> str:
+    """The notebook's deadline, how many were late, the penalties stored in the gradebook, and one row
+    per late notebook (labelled only when the report names students)."""
+    if late["deadline"] is None and not late["late"]:
+        return "<p>No deadline in the gradebook: nothing is late.</p>"
+    summary = _table(["deadline (UTC)", "late submissions", "penalised", "points deducted"],
+                     [[escape(late["deadline"] or "none"), str(late["late"]), str(late["penalised"]),
+                       _num(late["points_deducted"])]])
+    if not late["submissions"]:
+        return summary
+    heads = ["hours late", "extension (hours)", "raw score", "late penalty", "score"]
+    rows = [[_num(r["hours_late"]), _num(r["extension_hours"]), _num(r["raw_score"]), _num(r["penalty"]),
+             _num(r["score"])] for r in late["submissions"]]
+    if names:
+        heads, rows = ["student", *heads], [[escape(r["student"]), *row] for r, row in zip(late["submissions"], rows)]
+    return summary + _table(heads, rows)
+
+
 def _assignments(insight: dict, plots: dict[str, str]) -> str:
-    parts = ["<h2 id='assignments'>Assignments</h2>"]
+    parts = ["<h2 id='assignments'>Assignments</h2>",
+             f"<p>Late policy: {escape(insight['late_rule'])}; deadlines and penalties as the gradebook holds "
+             "them.</p>"]
     for a in insight["assignments"]:
         statuses = ", ".join(f"{escape(k)}: {v}" for k, v in a["statuses"].items())
         grading = a["grading"]
@@ -85,6 +105,7 @@ def _assignments(insight: dict, plots: dict[str, str]) -> str:
               _num(a["min"]), _num(a["max"]), _num(a["max_score"]), statuses,
               f"{grading['executions']} execution(s), {_num(grading['total_seconds'])} s in all, median "
               f"{_num(grading['median_seconds'])} s"]]))
+        parts.append(_late(a["late_policy"], insight["names"]))
         parts.append(f"<img alt='scores and outcomes of {escape(a['notebook'])}' src='{plots[a['notebook']]}'>")
     return "".join(parts)
 

@@ -158,8 +158,8 @@ def lateness(db_url: str, config) -> dict:
         method = getattr(plugin, "penalty_method", None)
         rule = f"{type(plugin).__name__}" + (f" (penalty_method {method})" if method else "")
     with Gradebook(db_url) as gb:
-        deadlines = {a.name: a.duedate.isoformat(sep=" ") if a.duedate else None
-                     for a in gb.db.query(Assignment).order_by(Assignment.name)}
+        deadlines = dict(sorted((a.name, a.duedate.isoformat(sep=" ") if a.duedate else None)
+                                for a in gb.db.query(Assignment)))  # ordered here: collations differ
         late = []
         for nb in gb.db.query(SubmittedNotebook):
             sub = nb.assignment
