@@ -14,10 +14,12 @@ JOBS ?= 2
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.lock pyproject.toml
+# A self-study install: tapelab and the answers distribution (solution() and the last hints). A graded
+# course's environment installs tapelab alone (docs/instructor-guide.md, "Answers").
+$(VENV)/.installed: requirements.lock pyproject.toml answers/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
-	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e .
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -e . -e ./answers
 	touch $@
 
 lab: venv
@@ -42,7 +44,7 @@ postgres:
 test: venv chromium postgres
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=25 --nbval --nbval-current-env tests solutions
 
-# Student notebooks are generated from solutions/, never edited by hand.
+# Student notebooks and the answers distribution's data are generated from solutions/, never edited by hand.
 release: venv
 	$(BIN)/tapelab release
 
@@ -68,4 +70,4 @@ lock:
 	$(PYTHON) tools/lock.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build src/*.egg-info
+	rm -rf $(VENV) .pytest_cache build src/*.egg-info answers/src/*.egg-info

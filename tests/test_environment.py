@@ -49,9 +49,10 @@ def test_python_version_agrees_everywhere():
 
 
 def test_environment_yml_installs_the_lock_and_the_package():
-    """Does environment.yml install from the same lock file, plus tapelab itself?"""
-    text = (REPO / "environment.yml").read_text()
-    assert "- -r requirements.lock" in text and "- -e ." in text
+    """Does environment.yml install from the same lock file, plus tapelab and its answers (a self-study
+    install, like make's venv and Binder)?"""
+    lines = [line.strip() for line in (REPO / "environment.yml").read_text().splitlines()]
+    assert {"- -r requirements.lock", "- -e .", "- -e ./answers"} <= set(lines)
 
 
 def test_the_running_environment_matches_the_lock():

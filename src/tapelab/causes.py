@@ -262,6 +262,15 @@ _CATALOGUE = (
           "Raise only when at least one gradient is `None`; otherwise apply them all."),
     Cause("lists-healthy-variables", "a refusal that also names variables whose gradients exist",
           "List only the variables whose gradient is `None`."),
+    # precision in 06 (Exercises 6.3 and 6.4): right only in float32
+    Cause("one-loss-scale", "one optimizer's loss scale used for the variables of another `LossScaleOptimizer`",
+          "Differentiate each optimizer's own `scale_loss(loss)` for its variables (one persistent tape gives both)."),
+    Cause("float16-loss", "a loss computed in float16 under mixed precision, which overflows once scaled",
+          "Cast the prediction up, `tf.cast(y_pred, y.dtype)`, so the loss is computed in float32."),
+    Cause("hardcoded-float32", "a float32 tensor combined with values of another float dtype (float16, float64)",
+          "Use Python numbers, which take the other operand's dtype, or cast: `tf.cast(scale, g.dtype)`."),
+    Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
+          "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -19,9 +19,10 @@ __all__ = ["main"]
 
 def _release(args: argparse.Namespace) -> int:
     from tapelab.release import ReleaseError, release
+    from tapelab.release_answers import ANSWER_DATA
 
     try:
-        for path in release(args.names or None, out=args.out):
+        for path in release(args.names or None, out=args.out, answers=args.answers, answer_data=ANSWER_DATA):
             print(f"released {path}")
     except ReleaseError as error:
         print(f"tapelab release: {error}", file=sys.stderr)
@@ -206,9 +207,15 @@ def _lint(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tapelab", description="Instructor tools for the tapelab course.")
     commands = parser.add_subparsers(dest="command", required=True)
-    release = commands.add_parser("release", help="generate student notebooks from solutions/ (nbgrader)")
+    release = commands.add_parser(
+        "release", help="generate student notebooks from solutions/ (nbgrader) and the answers distribution's data")
     release.add_argument("names", nargs="*", help="notebooks to release, e.g. 01_basic_tape (default: all)")
     release.add_argument("--out", type=Path, default=NOTEBOOKS, help="folder for student notebooks")
+    release.add_argument("--answers", metavar="SETTING",
+                         help='what students may see of the answers: "self-study" (solution() and every hint), '
+                              '"locked-until:YYYY-MM-DD" or "locked" (solution() and the last hint say so); default: '
+                              "c.TapelabCourse.answers in grader/nbgrader_config.py, else self-study. The answers "
+                              "distribution's data (answers/) is written either way")
     release.set_defaults(run=_release)
     grade = commands.add_parser(
         "grade", help="autograde student submissions (nbgrader gradebook, feedback, grades.csv)",

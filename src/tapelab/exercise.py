@@ -1,7 +1,9 @@
 """The exercise base class: check, tiered hints and a revealable solution, learntools style.
 
 A notebook binds each exercise to a short name (`ex1_2`) and calls `ex1_2.check()` in a locked
-test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with other inputs.
+test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with other inputs. The
+solution, its reason and the last hint tier are not in this package: `tapelab.answers` fetches them
+from the answers distribution, or says why they are withheld.
 """
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from dataclasses import dataclass
 from sys import audit as _audit  # bound at import: the grading guard re-imports tapelab before each check
 from typing import Any, Callable, Iterable
 
+from tapelab import answers
 from tapelab.codeinfo import CodeFacts
 from tapelab.feedback import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.mistakes import Explanation, error_cause, short_error
 from tapelab.quiet import Quiet
+from tapelab.static_notes import StaticFacts
 
 __all__ = ["Exercise", "Call"]
 
@@ -42,9 +46,7 @@ class Exercise:
     number: str = "0.0"
     answer: str = "answer"  # the name the student defines in the answer cell
     visible_cases: tuple = ()
-    hints: tuple[str, ...] = ()
-    solution_code: str = ""
-    why: str = ""
+    hints: tuple[str, ...] = ()  # every tier but the last, which lives with the solution (tapelab.answers)
     praise: str = "well done."
     # What the checker passes for each parameter ("constant", "variable"), so that a None gradient met in an
     # error can be explained from the student's own call (tapelab.mistakes.explain_none).
@@ -52,36 +54,54 @@ class Exercise:
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
 
     def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
-        """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation."""
+        """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation.
+
+        The function's source is linted once (tapelab.static_notes): a failure with no cause of its own may take
+        a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
+        """
         __tracebackhide__ = True
+        static = StaticFacts()
         try:
             fn = self._lookup() if answer is None else answer
             if not callable(fn):
                 raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
             facts = self._facts = CodeFacts.of(fn)
+            static = StaticFacts.of(fn)
             chosen = list(self.visible_cases if cases is None else cases)
             for case in chosen:
                 self.check_case(fn, case, facts)
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
-            failure.exercise = failure.exercise or self.number
-            raise
+            explained = static.explain(failure, self._facts)
+            explained.exercise = failure.exercise or self.number
+            if explained is failure:
+                raise
+            raise explained from None
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
-        _display(Message("correct", f"Exercise {self.number}: {praise}"))
+        _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
 
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError
 
     def hint(self, tier: int = 1) -> None:
-        """Show hint `tier` (1 is the gentlest); the last tier is nearly the answer."""
-        if not self.hints:
-            raise ValueError(f"Exercise {self.number} has no hints.")
-        tier = min(max(int(tier), 1), len(self.hints))
-        more = f" (ask `hint({tier + 1})` for more)" if tier < len(self.hints) else ""
-        _display(Message("hint", f"{tier}/{len(self.hints)}: {self.hints[tier - 1]}{more}"))
+        """Show hint `tier` (1 is the gentlest). The last tier is nearly the answer, so it comes with the
+        solution: from the answers distribution, unless the course locks it or it is not installed here."""
+        tiers = len(self.hints) + 1
+        tier = min(max(int(tier), 1), tiers)
+        if tier < tiers:
+            text = f"{self.hints[tier - 1]} (ask `hint({tier + 1})` for more)"
+        else:
+            found = answers.lookup(self.number)
+            text = (f"The last hint of Exercise {self.number} {found.reason}."
+                    if isinstance(found, answers.Withheld) else found.last_hint)
+        _display(Message("hint", f"{tier}/{tiers}: {text}"))
 
     def solution(self) -> None:
-        """Reveal one solution and the reason it works."""
-        _display(Message("solution", self.why, code=self.solution_code.strip()))
+        """Reveal one solution and the reason it works, or say why it is withheld (tapelab.answers)."""
+        found = answers.lookup(self.number)
+        if isinstance(found, answers.Withheld):
+            _display(Message("solution", f"The solution of Exercise {self.number} {found.reason}."))
+        else:
+            _display(Message("solution", found.why, code=found.solution.strip()))
 
     def call(self, fn: Callable, *args: Any, shown: str) -> Call:
         """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""

@@ -9,7 +9,8 @@ Every `Message` is HTML for JupyterLab and plain text for terminals and nbgrader
 pages drop JSON outputs); a failure's box also carries `MIME` JSON ({outcome, exercise, cause,
 cause_title, message, expected, actual}) for tools that read notebooks, such as class insight.
 Correct, Hint and Solution boxes render as they always have (the solutions' stored outputs, which
-nbval compares, stay valid).
+nbval compares, stay valid), except a Correct box with `tapelab lint` notes: it lists them, says the
+grade is unchanged, and carries the JSON too, with the findings under `lint`.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class Feedback(AssertionError):
 
     title = "Not yet"
     kind = "incorrect"
+    findings: tuple = ()  # the `tapelab lint` findings that established `cause` (tapelab.static_notes), if any
 
     def __init__(self, message: str, cause: str | None = None, *, expected: str | None = None,
                  actual: str | None = None):
@@ -48,7 +50,7 @@ class Feedback(AssertionError):
     def box(self) -> "Message":
         """The box a student sees for this failure."""
         return Message(self.kind, str(self), exercise=self.exercise, cause=self.cause,
-                       expected=self.expected, actual=self.actual)
+                       expected=self.expected, actual=self.actual, lint=self.findings)
 
     def status_line(self) -> str:
         """The plain line of the cell's error output, under the box: says why the cell is marked failed."""
@@ -95,11 +97,15 @@ class Message:
     cause: str | None = None
     expected: str | None = None
     actual: str | None = None
+    # `tapelab lint` findings (tapelab.lint.Finding): on a failure, the one that established its cause; on
+    # Correct, pitfalls shown as notes that do not change the grade
+    lint: tuple = ()
 
     def __repr__(self) -> str:
         lines = [f"{_STYLES[self.kind][2]}: {self.text}"]
         if self._compares():
             lines += [f"  expected:    {self.expected}", f"  your answer: {self.actual}"]
+        lines += [f"  {note}" for note in self._notes()]
         if self.code:
             lines += ["", self.code]
         return "\n".join(lines)
@@ -113,23 +119,36 @@ class Message:
             marks += f" data-tapelab-cause='{html.escape(self.cause)}'" if self.cause else ""
         style = f"background:{background};border-left:4px solid {colour};padding:6px 10px"
         style += ";overflow-wrap:break-word" if self.kind in _FAILURES else ""
+        notes = "".join(f"<div style='margin:4px 0 0 0'>{_inline_code(n)}</div>" for n in self._notes())
         return (
             f"<div{marks} style='{style}'>"
-            f"<b style='color:{colour}'>{label}:</b> {_inline_code(self.text)}{self._side_by_side()}{code}</div>"
+            f"<b style='color:{colour}'>{label}:</b> {_inline_code(self.text)}{self._side_by_side()}{code}{notes}</div>"
         )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """IPython's hook: every form at once, so the notebook stores each of them."""
         bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
-        if self.kind in _FAILURES:
+        if self.kind in _FAILURES or self.lint:
             bundle[MIME] = self.data()
         return bundle
 
     def data(self) -> dict[str, Any]:
-        """The JSON form: the outcome, the exercise, the cause code and its catalogue title, the message."""
-        return {"outcome": self.kind, "exercise": self.exercise, "cause": self.cause,
+        """The JSON form: the outcome, the exercise, the cause code and its catalogue title, the message; and,
+        when there are any, the lint findings (rule number, cause code, line, message, fix)."""
+        data = {"outcome": self.kind, "exercise": self.exercise, "cause": self.cause,
                 "cause_title": lookup_cause(self.cause).title if self.cause else None,
                 "message": self.text, "expected": self.expected, "actual": self.actual}
+        if self.lint:
+            data["lint"] = [{"rule": f.number, "code": f.code, "line": f.line, "message": f.message, "fix": f.fix}
+                            for f in self.lint]
+        return data
+
+    def _notes(self) -> list[str]:
+        """A Correct box's lint notes, one line each, then that they leave the grade alone."""
+        if self.kind != "correct" or not self.lint:
+            return []
+        return ([f"Correct, but: {f.number} `{f.code}` at line {f.line}: {f.fix}" for f in self.lint]
+                + ["(A note from `tapelab lint`: your grade is unchanged.)"])
 
     def _compares(self) -> bool:
         return self.expected is not None and self.actual is not None

@@ -11,6 +11,11 @@ formgrader then lists the assignments as released, and `nbgrader release_feedbac
 to put feedback. The release runs nbgrader's exchange class in this process: a file copy per
 notebook, where `nbgrader release_assignment` in a subprocess costs about 3 s of CPU each.
 `tapelab release` works in a temporary course and skips it.
+
+The course setting `answers` (`c.TapelabCourse.answers` in the course's nbgrader_config.py, or
+`tapelab release --answers`) decides what students may see of the answers (tapelab.answers): a
+locked course gets the lock in each notebook's setup cell. `tapelab release` also writes the
+answers distribution's data (tapelab.release_answers), which only self-study installs include.
 """
 from __future__ import annotations
 
@@ -27,10 +32,13 @@ import nbformat
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from tapelab.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
+from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
 
-__all__ = ["EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "course_config", "exchange_outbound",
-           "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells", "TEST_CELL_TAG"]
+__all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "course_config",
+           "exchange_outbound", "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells",
+           "TEST_CELL_TAG", "write_course_config"]
 
 TEST_CELL_TAG = "raises-exception"
 
@@ -58,6 +66,16 @@ c.LatePenalty.grace_minutes = 0.0
 '''
 
 
+# What students may see of the answers (tapelab.answers), written into a course's config when the release is
+# given a setting; otherwise the setting of grader/nbgrader_config.py holds, and without one, self-study.
+ANSWERS_CONFIG = '''\
+# Answers (solution() and the last hint): "self-study", "locked-until:YYYY-MM-DD" or "locked". A locked
+# release writes the lock into each student notebook's setup cell; leave the tapelab-answers
+# distribution out of the students' environment until the answers may be seen.
+c.TapelabCourse.answers = {setting!r}
+'''
+
+
 class ReleaseError(RuntimeError):
     """generate_assignment failed or the input is not a course notebook."""
 
@@ -71,19 +89,18 @@ def nbgrader_env() -> dict[str, str]:
 
 
 def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, db_url: str | None = None,
-                   exchange: bool = True, say: Callable[[str], None] = lambda message: None) -> None:
+                   exchange: bool = True, say: Callable[[str], None] = lambda message: None,
+                   answers: str | None = None) -> None:
     """Lay out an nbgrader course in `course`: config, source/<name>/<name>.ipynb, gradebook.
 
     `db_url` (any SQLAlchemy URL) is written into the course's config, so that every nbgrader
     command run there uses that gradebook; by default it is gradebook.db in the folder.
+    `answers` (a setting of tapelab.answers) is written there too; by default the config's own holds.
     `exchange` releases every assignment into the course's exchange (off for `tapelab release`).
     `say` is told before each notebook (a few seconds each).
     """
-    course.mkdir(parents=True, exist_ok=True)
-    config = f"{(GRADER / CONFIG_FILE).read_text()}\n{LATENESS_CONFIG}"
-    if db_url:
-        config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
-    (course / CONFIG_FILE).write_text(config)
+    write_course_config(course, db_url, answers)
+    lock = answers_lock(course)  # before any notebook: a bad setting stops the set-up at once
     for number, name in enumerate(names, 1):
         source = solutions / f"{name}.ipynb"
         if not source.is_file():
@@ -91,15 +108,30 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
             raise ReleaseError(f"No solution notebook `{source}`. Known notebooks: {known}.")
         target = course / "source" / name
         target.mkdir(parents=True, exist_ok=True)
-        tag_test_cells(source, target / f"{name}.ipynb")
+        tag_test_cells(source, target / f"{name}.ipynb", lock)
         say(f"generating the student version of {name} ({number} of {len(names)}) with nbgrader")
         _run_nbgrader(["generate_assignment", name, "--force"], course)
     if exchange:
         release_to_exchange(course, names)
 
 
-def tag_test_cells(source: Path, target: Path) -> None:
-    """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`.
+def write_course_config(course: Path, db_url: str | None = None, answers: str | None = None) -> None:
+    """Write the course's nbgrader_config.py: grader/nbgrader_config.py, the late policy, then the gradebook
+    URL and the answers setting when they are given (a bad setting raises ReleaseError, writing nothing)."""
+    if answers is not None:
+        _parse_answers(answers)
+    course.mkdir(parents=True, exist_ok=True)
+    config = f"{(GRADER / CONFIG_FILE).read_text()}\n{LATENESS_CONFIG}"
+    if db_url:
+        config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
+    if answers is not None:
+        config += f"\n{ANSWERS_CONFIG.format(setting=answers)}"
+    (course / CONFIG_FILE).write_text(config)
+
+
+def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None:
+    """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`, and
+    the course's answers `lock` in its setup cell (tapelab.release_answers.lock_setup_cell).
 
     A failing check raises, and JupyterLab's Run All stops at the first cell that raises, so one
     untouched exercise would keep every later cell (widgets included) from running. For a cell with
@@ -114,6 +146,10 @@ def tag_test_cells(source: Path, target: Path) -> None:
             tags = cell.metadata.setdefault("tags", [])
             if TEST_CELL_TAG not in tags:
                 tags.append(TEST_CELL_TAG)
+    try:
+        lock_setup_cell(nb, lock)
+    except ValueError as error:
+        raise ReleaseError(f"{source.name}: {error}") from None
     nbformat.write(nb, target)
 
 
@@ -122,6 +158,19 @@ def _run_nbgrader(args: list[str], course: Path) -> None:
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise ReleaseError(f"`nbgrader {' '.join(args)}` failed in {course}:\n{result.stdout}{result.stderr}")
+
+
+def answers_lock(course: Path) -> Lock | None:
+    """The lock of the course's setting `c.TapelabCourse.answers` (None: self-study, also when it is unset)."""
+    setting = course_config(course).TapelabCourse.get("answers", SELF_STUDY)
+    return _parse_answers(setting, f"c.TapelabCourse.answers in {course / CONFIG_FILE}")
+
+
+def _parse_answers(setting: object, where: str = "") -> Lock | None:
+    try:
+        return parse_setting(str(setting))
+    except ValueError as error:
+        raise ReleaseError(f"{where}: {error}" if where else str(error)) from None
 
 
 def course_config(course: Path) -> Config:
@@ -181,16 +230,25 @@ def release_to_exchange(course: Path, assignments: Iterable[str]) -> list[str]:
     return released
 
 
-def release(names: list[str] | None = None, out: Path = NOTEBOOKS, solutions: Path = SOLUTIONS) -> list[Path]:
-    """Write the student version of each named notebook (default: all) into `out`; return the paths."""
+def release(names: list[str] | None = None, out: Path = NOTEBOOKS, solutions: Path = SOLUTIONS,
+            answers: str | None = None, answer_data: Path | None = None) -> list[Path]:
+    """Write the student version of each named notebook (default: all) into `out`, with the answers
+    setting `answers` applied (default: grader/nbgrader_config.py's, else self-study); with `answer_data`,
+    also the answers distribution's data of those notebooks into that folder. Return the paths written."""
     names = names or assignment_names(solutions)
-    out.mkdir(parents=True, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory(prefix="tapelab-release-") as tmp:
         course = Path(tmp)
-        prepare_course(course, names, solutions, exchange=False)
+        prepare_course(course, names, solutions, exchange=False, answers=answers)
+        try:  # derived before anything is written, so that a missing text stops the release cleanly
+            derived = {name: derive_answers(name, solutions) for name in names} if answer_data else {}
+        except ValueError as error:
+            raise ReleaseError(str(error)) from None
+        out.mkdir(parents=True, exist_ok=True)
         for name in names:
             target = out / f"{name}.ipynb"
             shutil.copy(course / "release" / name / f"{name}.ipynb", target)
             written.append(target)
+    if answer_data:
+        written += write_answers(derived, answer_data)
     return written

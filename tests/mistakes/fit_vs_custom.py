@@ -473,3 +473,61 @@ def safe_step(model, optimizer, x, y):
 ''' + _APPLY.format(condition="(tf.shape(x)[0] > 0) & tf.math.is_finite(loss) & " + _GRADS_FINITE),
             "instead of raising"),
 ]
+
+# Right only in float32 (issue 17 item 1): 6.4's step under mixed_float16, where each optimizer is a
+# LossScaleOptimizer with its own scale, and 6.3's clipping on float16 gradients.
+_TWO_STEP = '''
+def two_optimizer_step(model, opt_a, opt_b, x, y):
+    first = model.layers[0].trainable_variables
+    others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
+    with tf.GradientTape({persistent}) as tape:
+        y_pred = model(x, training=True)
+        loss = tf.reduce_mean(tf.square({difference}))
+{scaled}
+{apply}
+    return loss
+'''
+_OWN_SCALES = "        scaled_a, scaled_b = opt_a.scale_loss(loss), opt_b.scale_loss(loss)"
+_APPLY_OWN = '''    opt_a.apply(tape.gradient(scaled_a, first), first)
+    opt_b.apply(tape.gradient(scaled_b, others), others)'''
+_APPLY_ONE_GRADIENT = '''    grads_first, grads_others = tape.gradient({target}, [first, others])
+    opt_a.apply(grads_first, first)
+    opt_b.apply(grads_others, others)'''
+_CAST_UP = "y - tf.cast(y_pred, y.dtype)"
+MISTAKES["ex6_4_answer"] += [
+    Mistake("loss never scaled under mixed precision", _TWO_STEP.format(
+        persistent="", difference=_CAST_UP, scaled="", apply=_APPLY_ONE_GRADIENT.format(target="loss")),
+        "never scales its loss"),
+    *(Mistake(f"{name}'s loss scale used for every variable", _TWO_STEP.format(
+        persistent="", difference=_CAST_UP, scaled=f"        scaled_loss = {name}.scale_loss(loss)",
+        apply=_APPLY_ONE_GRADIENT.format(target="scaled_loss")), f"scales the loss once, by `{name}`'s scale")
+      for name in ("opt_a", "opt_b")),
+    Mistake("float16 prediction minus float32 target", _TWO_STEP.format(
+        persistent="persistent=True", difference="y - y_pred", scaled=_OWN_SCALES, apply=_APPLY_OWN),
+        "tf.cast(y_pred, y.dtype)"),
+    Mistake("targets cast down to float16", _TWO_STEP.format(
+        persistent="persistent=True", difference="tf.cast(y, y_pred.dtype) - y_pred", scaled=_OWN_SCALES,
+        apply=_APPLY_OWN), "returned a float16 loss"),
+    Mistake("two scaled losses from one non-persistent tape", _TWO_STEP.format(
+        persistent="", difference=_CAST_UP, scaled=_OWN_SCALES, apply=_APPLY_OWN), "persistent=True"),
+]
+
+_CLIP = '''
+def clip_gradients(grads, max_norm):
+{norm}
+    scale = {scale}
+    return [g * scale for g in grads]
+'''
+_NORM = "    global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))"
+MISTAKES["ex6_3_answer"] += [
+    Mistake("a float32 constant in tf.minimum", _CLIP.format(
+        norm=_NORM, scale="tf.minimum(tf.constant(1.0), max_norm / global_norm)"),
+        "a float32 tensor in your code met them"),
+    Mistake("max_norm cast to float32", _CLIP.format(
+        norm=_NORM, scale="tf.minimum(1.0, tf.cast(max_norm, tf.float32) / global_norm)"),
+        "a float32 tensor in your code met them"),
+    Mistake("computed and returned in float32", _CLIP.format(
+        norm='''    grads = [tf.cast(g, tf.float32) for g in grads]
+    global_norm = tf.norm(tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0))''',
+        scale="tf.minimum(1.0, max_norm / global_norm)"), "keeps its gradient's dtype"),
+]

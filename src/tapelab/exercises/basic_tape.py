@@ -36,17 +36,7 @@ class CubicSlope(Exercise):
     hints = (
         "Make `x` a `tf.Variable` so that the tape watches it without being asked.",
         "Compute `y = 3 * x**3 - 2 * x**2 + x` inside `with tf.GradientTape() as tape:`.",
-        "After the `with` block, `return tape.gradient(y, x)`.",
     )
-    solution_code = """
-def cubic_slope(x):
-    x = tf.Variable(x)
-    with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
-    return tape.gradient(y, x)
-"""
-    why = ("The tape records every operation on the watched variable `x` while the `with` block runs, "
-           "so `tape.gradient(y, x)` can replay them backwards to get dy/dx.")
 
     def check_case(self, fn, x, facts):
         got = self.call(fn, x, shown=f"x={x}").value
@@ -78,17 +68,7 @@ class LossGradients(Exercise):
     hints = (
         "`tape.gradient` accepts a list of sources and returns a list of gradients in the same order.",
         "Inside the tape: `y = x @ w + b` and `loss = tf.reduce_mean(y ** 2)`.",
-        "`return tape.gradient(loss, [w, b])`: one call, both gradients, each shaped like its source.",
     )
-    solution_code = """
-def loss_gradients(x, w, b):
-    with tf.GradientTape() as tape:
-        y = x @ w + b
-        loss = tf.reduce_mean(y**2)
-    return tape.gradient(loss, [w, b])
-"""
-    why = ("A list of sources gives a list of gradients in the same order, each with its source's shape, "
-           "from a single backward pass; a second `gradient` call would find the tape already released.")
 
     def check_case(self, fn, spec, facts):
         x, w, b = _layer_case(spec)
@@ -131,17 +111,7 @@ class SigmoidSlopes(Exercise):
     hints = (
         "`x` is a constant: the tape will not follow it unless you ask.",
         "Call `tape.watch(x)` first thing inside the `with` block, then `y = tf.sigmoid(x)`.",
-        "`tape.gradient(y, x)` differentiates `sum(y)`; since `y[i]` depends only on `x[i]`, that is each slope.",
     )
-    solution_code = """
-def sigmoid_slopes(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid(x)
-    return tape.gradient(y, x)
-"""
-    why = ("Constants are only recorded after `tape.watch`, and a vector target is differentiated as its sum, "
-           "which for an elementwise function gives every element's own slope.")
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
@@ -220,23 +190,7 @@ class GradientCheck(Exercise):
         "Make `x` a `tf.constant(x, tf.float64)` first: every value after it, `f(x + h)` included, is then float64.",
         "Watch `x`, compute `y = f(x)` under the tape for `tape_slope`; outside it, "
         "`numeric_slope = (f(x + h) - f(x - h)) / (2 * h)`.",
-        "`rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)`; "
-        "`return tape_slope, numeric_slope, rel_error`.",
     )
-    solution_code = """
-def gradient_check(f, x, h=1e-5):
-    x = tf.constant(x, tf.float64)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = f(x)
-    tape_slope = tape.gradient(y, x)
-    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
-    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
-    return tape_slope, numeric_slope, rel_error
-"""
-    why = ("In float64 the central difference is accurate to about h² plus a rounding error near 1e-16 / h, so a "
-           "relative error far below 1e-6 says the tape's gradient is right; in float32 the rounding error alone "
-           "can exceed 1e-4.")
 
     def check_case(self, fn, case, facts):
         name, x, h = case

@@ -62,15 +62,7 @@ class NameTheCause(Exercise):
         "For each snippet, ask the checklist in order: is the source a trainable float variable, "
         "is the loss computed inside the tape, and is every op on the path differentiable TensorFlow?",
         "`tf.argmax` returns an index; `.numpy()` leaves TensorFlow; `assign_add` changes state.",
-        "A: `not-watched`, B: `non-differentiable`; look at C to F with the same eyes.",
     )
-    solution_code = """
-def classify(snippet):
-    return {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
-"""
-    why = ("Each snippet breaks exactly one link of the chain: a watched float source, recorded inside the tape, "
-           "through differentiable TensorFlow operations only.")
 
     def check_case(self, fn, snippet, facts):
         got = self.call(fn, snippet, shown=repr(snippet)).value
@@ -135,17 +127,7 @@ class FixTheStep(Exercise):
     hints = (
         "Two things are wrong in `broken_gradients`: one is where a line sits, the other is a call that should go.",
         "Move the loss inside the `with` block, and drop `tf.stop_gradient` from the prediction.",
-        "`pred = x @ w + b` and `loss = tf.reduce_mean((pred - y) ** 2)`, both inside the tape.",
     )
-    solution_code = """
-def fixed_gradients(w, b, x, y):
-    with tf.GradientTape() as tape:
-        pred = x @ w + b
-        loss = tf.reduce_mean((pred - y) ** 2)
-    return tape.gradient(loss, [w, b])
-"""
-    why = ("The tape only differentiates what it recorded, and `tf.stop_gradient` deliberately cuts the path, "
-           "so the loss must be computed inside the block from an unblocked prediction.")
 
     def check_case(self, fn, spec, facts):
         x, w, b, y = _regression(spec)
@@ -189,21 +171,7 @@ class TwoSteps(Exercise):
     hints = (
         "After the first step, what type is `w`? Print `type(w)` after `w = w - lr * grad`.",
         "A `tf.Variable` must be changed in place, or it stops being a variable.",
-        "Replace `w = w - lr * grad` with `w.assign_sub(lr * grad)`.",
     )
-    solution_code = """
-def two_steps(w, x, y, lr):
-    grads = []
-    for _ in range(2):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
-        grad = tape.gradient(loss, w)
-        grads.append(grad)
-        w.assign_sub(lr * grad)
-    return grads
-"""
-    why = ("`w = w - lr * grad` binds the name `w` to a new tensor that the tape does not watch, while "
-           "`w.assign_sub` updates the variable in place, so it stays watched for the next step.")
 
     def check_case(self, fn, case, facts):
         w0, xs, ys, lr = case
@@ -258,18 +226,7 @@ class StraightThrough(Exercise):
         "`tf.round` and a cast to int have no gradient. You need a forward value that is rounded, "
         "and a backward pass that acts as if it were not.",
         "`z + tf.stop_gradient(tf.round(z) - z)` equals `round(z)`, but its gradient is that of `z`.",
-        "`z = w * x`, `pred = z + tf.stop_gradient(tf.round(z) - z)`, then the mean squared error, all in the tape.",
     )
-    solution_code = """
-def rounded_gradient(w, x, y):
-    with tf.GradientTape() as tape:
-        z = w * x
-        pred = z + tf.stop_gradient(tf.round(z) - z)
-        loss = tf.reduce_mean((pred - y) ** 2)
-    return tape.gradient(loss, w)
-"""
-    why = ("The stop_gradient term adds the rounding error as a constant, so the forward value is rounded while "
-           "the gradient flows through `z` as if rounding were the identity.")
 
     def check_case(self, fn, case, facts):
         w0, xs, ys = case
@@ -325,19 +282,7 @@ class RefuseNoneStep(Exercise):
         "Before you call the optimizer, find which gradients are `None`, and keep the variables they belong to.",
         "`[v.path for g, v in zip(grads, variables) if g is None]` lists them; `v.path` tells two layers' "
         "`kernel`s apart.",
-        "If that list is not empty, `raise ValueError(...)` with it in the message; otherwise "
-        "`optimizer.apply(grads, variables)`.",
     )
-    solution_code = """
-def checked_apply(optimizer, grads, variables):
-    missing = [v.path for g, v in zip(grads, variables) if g is None]
-    if missing:
-        raise ValueError(f"refusing the step: no gradient for {missing}")
-    optimizer.apply(grads, variables)
-"""
-    why = ("Keras applies the other gradients and skips a `None` with a warning, so a broken path trains "
-           "half a model without stopping; checking first and naming each path turns that into an error "
-           "that says where to look.")
 
     def check_case(self, fn, none_paths, facts):
         variables, grads = _step_inputs(none_paths)

@@ -3,6 +3,7 @@ compile settings through both, then the history and the weights compared, and a 
 from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Iterator
@@ -18,7 +19,7 @@ from tapelab.exercise import Exercise
 from tapelab.feedback import Incorrect
 from tapelab.quiet import Quiet
 
-__all__ = ["FitCase", "FitMatch", "worked_example"]
+__all__ = ["FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:
@@ -72,13 +73,48 @@ class FitCase:
         return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
 
 
+# A TensorFlow op given two float dtypes: eagerly ("expected to be a float tensor but is a half tensor"), in a
+# graph ("has type float16 that does not match type float32"), and from `/` ("got tf.float32 != tf.float16").
+_COMBINED = (re.compile(r"expected to be a (\w+) tensor but is a (\w+) tensor"),
+             re.compile(r"has type (\w+) that does not match type (\w+)"),
+             re.compile(r"must have the same dtype, got tf\.(\w+) != tf\.(\w+)"))
+_DTYPE_NAMES = {"half": "float16", "float": "float32", "double": "float64"}
+
+
+def combined_dtypes(text: str) -> frozenset[str]:
+    """The two dtypes (`float16`, `float32`, `float64`...) that an op refused to combine, if `text` holds
+    TensorFlow's error for that; empty otherwise."""
+    for pattern in _COMBINED:
+        found = pattern.search(text)
+        if found:
+            return frozenset(_DTYPE_NAMES.get(name, name) for name in found.groups())
+    return frozenset()
+
+
+def float16_mismatch(problem: Incorrect) -> Incorrect | None:
+    """Under `mixed_float16`, where inputs and targets are float32 and only the layers' outputs are float16:
+    the feedback for an op that combined float16 with float32, else None."""
+    if problem.cause is not None or combined_dtypes(str(problem)) != {"float16", "float32"}:
+        return None
+    return Incorrect(f"{problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is float16 "
+                     "while `y` stays float32. Cast before you combine them: `tf.cast(y_pred, y.dtype)`.",
+                     cause="float16-mismatch")
+
+
 @contextmanager
 def dtype_policy(name: str) -> Iterator[None]:
-    """Build and train under the Keras dtype policy `name`, then restore the previous global policy."""
+    """Build and train under the Keras dtype policy `name`, then restore the previous global policy, also
+    when the student's code fails. Under `mixed_float16`, feedback for an op that combined float16 with
+    float32 says where the float16 came from (`float16_mismatch`)."""
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(name)
     try:
         yield
+    except Incorrect as problem:
+        mismatch = float16_mismatch(problem) if name == "mixed_float16" else None
+        if mismatch:
+            raise mismatch from None
+        raise
     finally:
         keras.mixed_precision.set_global_policy(previous)
 
@@ -158,16 +194,8 @@ class FitMatch(Exercise):
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
                       **compiled)
-        try:
-            trained = self.run(
-                lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
-                f"Training your model with `fit` ({case.describe()})")
-        except Incorrect as problem:
-            if case.policy == "mixed_float16" and problem.cause is None and "type float16" in str(problem):
-                raise Incorrect(f"{problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is "
-                                "float16 while `y` stays float32. Cast before you combine them: "
-                                "`tf.cast(y_pred, y.dtype)`.", cause="float16-mismatch") from None
-            raise
+        trained = self.run(lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
+                           f"Training your model with `fit` ({case.describe()})")
         history, logs = trained.value, trained.logs
         self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
 

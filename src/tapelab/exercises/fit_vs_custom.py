@@ -7,10 +7,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, wrong_value
-from tapelab.compare import allclose, fmt, fmt_pair, to_numpy
+from tapelab.alternatives import Alternative, diagnose, wrong_value
+from tapelab.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
 from tapelab.exercise import Exercise
-from tapelab.exercises.fit_match import FitCase, FitMatch, worked_example
+from tapelab.exercises.fit_match import FitCase, FitMatch, combined_dtypes, dtype_policy, worked_example
+from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
 from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.feedback import Incorrect
 
@@ -32,125 +33,58 @@ class CustomTrainStep(FitMatch):
         "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred)` and `scaled_loss = self.optimizer.scale_loss(loss)` "
         "(a no-op unless mixed precision wrapped the optimizer); differentiate `scaled_loss`, then "
         "`self.optimizer.apply(grads, self.trainable_variables)`.",
-        "Finish with the metrics loop: for each `m` in `self.metrics`, "
-        "`m.update_state(loss, sample_weight=tf.shape(x)[0])` if `m.name == \"loss\"` (fit weights each batch by "
-        "its rows) else `m.update_state(y, y_pred)`; return `{m.name: m.result() for m in self.metrics}`.",
     )
-    solution_code = """
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
-                else:
-                    metric.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return CustomModel(inputs, outputs)
-"""
-    why = ("`fit` only calls your `train_step` once per batch: computing the compiled loss with `compute_loss`, "
-           "scaling it for the optimizer, applying its gradients and updating `self.metrics` (the loss weighted by "
-           "the batch's rows) is exactly what the built-in step does, so the numbers agree.")
 
 
 class TwoOptimizers(Exercise):
     number = "6.4"
     answer = "two_optimizer_step"
     # Two optimizers of different kinds over two steps, a first layer without bias and a
-    # BatchNormalization between the layers, each on inputs of its own.
+    # BatchNormalization between the layers, each on inputs of its own; then mixed_float16, where each
+    # optimizer is a LossScaleOptimizer with a scale of its own and the model's output is float16.
     visible_cases = ((3, 4, 8, "sgd", "sgd", 1, 21), (2, 3, 6, "sgd", "sgd", 1, 20, False, True),
-                     (2, 3, 5, "momentum", "adam", 2, 25))
+                     (2, 3, 5, "momentum", "adam", 2, 25), (3, 4, 8, "sgd", "sgd", 2, 26, True, False, "mixed_float16"))
     praise = "each optimizer moved exactly its own layer, by its own rule."
     hints = (
         "Take each part's variables from its layers: `first = model.layers[0].trainable_variables`, and the "
         "others from `model.layers[1:]`; never by position in one list.",
-        "Compute the loss once under one tape; `tape.gradient(loss, [first, others])` returns the gradients "
-        "in the same two lists.",
-        "`opt_a.apply(grads_first, first)` and `opt_b.apply(grads_others, others)`.",
+        "Compute the loss once, under one persistent tape, and in the same block `opt_a.scale_loss(loss)` and "
+        "`opt_b.scale_loss(loss)`; differentiate the first for `first`, the second for `others` (`scale_loss` "
+        "returns the loss unchanged for a plain optimizer, and a `LossScaleOptimizer` unscales by its own scale).",
     )
-    solution_code = """
-def two_optimizer_step(model, opt_a, opt_b, x, y):
-    first = model.layers[0].trainable_variables
-    others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
-    grads_first, grads_others = tape.gradient(loss, [first, others])
-    opt_a.apply(grads_first, first)
-    opt_b.apply(grads_others, others)
-    return loss
-"""
-    why = ("One tape gives every gradient in one backward pass; an optimizer keeps state per variable and is "
-           "built for the variables it first sees, so each part of the model needs its own optimizer and "
-           "must always get the same variables, taken from its layers so that no change of layout can shift them.")
-
-    _OPTIMIZERS = {
-        "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: keras.optimizers.SGD(0.01)),
-        "momentum": (lambda: keras.optimizers.SGD(0.05, momentum=0.9), None),
-        "adam": (None, lambda: keras.optimizers.Adam(0.01)),
-    }
-
-    @staticmethod
-    def _model(n_in: int, hidden: int, weights: list[np.ndarray], bias: bool = True, norm: bool = False) -> keras.Model:
-        middle = [keras.layers.BatchNormalization(center=False, scale=False)] if norm else []
-        model = keras.Sequential([keras.Input((n_in,)), keras.layers.Dense(hidden, activation="tanh", use_bias=bias),
-                                  *middle, keras.layers.Dense(1)])
-        stats = [np.zeros(hidden, np.float32), np.ones(hidden, np.float32)] if norm else []  # moving mean, variance
-        first = 2 if bias else 1
-        model.set_weights(weights[:first] + stats + weights[first:])
-        return model
-
-    def _pair(self, a: str, b: str):
-        return self._OPTIMIZERS[a][0](), self._OPTIMIZERS[b][1]()
 
     def check_case(self, fn, case, facts):
-        # (n_in, hidden, rows, a, b, steps, seed[, bias of the first layer, BatchNormalization between the layers])
-        n_in, hidden, rows, a, b, steps, seed, *options = case
-        bias, norm = (*options, *(True, False)[len(options):])
-        rng = np.random.default_rng(seed)
-        weights = [rng.normal(size=(n_in, hidden)) * 0.5, rng.normal(size=hidden) * 0.1,
-                   rng.normal(size=(hidden, 1)) * 0.5, rng.normal(size=1) * 0.1]
-        if not bias:
-            del weights[1]
-        weights = [w.astype(np.float32) for w in weights]
-        x = tf.constant(rng.normal(size=(rows, n_in)), tf.float32)
-        y = tf.constant(rng.normal(size=(rows, 1)), tf.float32)
-        model, reference = self._model(n_in, hidden, weights, bias, norm), self._model(n_in, hidden, weights, bias, norm)
-        opt_a, opt_b = self._pair(a, b)
-        ref_a, ref_b = self._pair(a, b)
-        first = f"Dense({hidden}{'' if bias else ', use_bias=False'})"
-        shown = (f"a {first}+{'BatchNormalization+' if norm else ''}Dense(1) model, opt_a={type(opt_a).__name__}, "
-                 f"opt_b={type(opt_b).__name__}, x of shape {tuple(x.shape)}")
-        returned, losses = [], []
-        for _ in range(steps):
-            returned.append(self.call(fn, model, opt_a, opt_b, x, y, shown=shown).value)
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(y - reference(x, training=True)))
-            losses.append(float(loss))
-            variables = reference.trainable_variables
-            grads = tape.gradient(loss, variables)
-            n = len(reference.layers[0].trainable_variables)
-            ref_a.apply(grads[:n], variables[:n])
-            ref_b.apply(grads[n:], variables[n:])
-        steps_text = f" after {steps} steps" if steps > 1 else ""
-        if norm:
+        case = case if isinstance(case, TwoLayerCase) else TwoLayerCase(*case)
+        with dtype_policy(case.policy):
+            self._check_under_policy(fn, case)
+
+    def _check_under_policy(self, fn, case):
+        weights, x, y = case.draw()
+        model, (opt_a, opt_b) = case.model(), case.optimizers()
+        reference, losses = case.reference()
+        first = f"Dense({case.hidden}{'' if case.bias else ', use_bias=False'})"
+        policy = f", under the {case.policy!r} dtype policy" if case.policy != "float32" else ""
+        shown = (f"a {first}+{'BatchNormalization+' if case.norm else ''}Dense(1) model, opt_a={_named(opt_a)}, "
+                 f"opt_b={_named(opt_b)}, x of shape {tuple(x.shape)}{policy}")
+        returned = [self.call(fn, model, opt_a, opt_b, x, y, shown=shown).value for _ in range(case.steps)]
+        steps_text = f" after {case.steps} steps" if case.steps > 1 else ""
+        if case.norm:
             moving = [w.numpy() for w in model.non_trainable_weights]
-            if all(np.array_equal(w, start) for w, start in zip(moving, (np.zeros(hidden), np.ones(hidden)))):
+            if all(np.array_equal(w, start) for w, start in zip(moving, (np.zeros(case.hidden), np.ones(case.hidden)))):
                 raise Incorrect(f"The model ({shown}) has a `BatchNormalization` layer, and its moving mean and "
                                 f"variance never changed{steps_text}: your step ran the model in inference mode, "
                                 "where it normalizes with the moving statistics instead of the batch's. Did you "
                                 "call `model(x, training=True)` inside the tape?", cause="inference-mode")
-        names = [f"{'first' if i < len(reference.layers[0].trainable_variables) else 'second'} layer's "
-                 f"{v.name}" for i, v in enumerate(reference.trainable_variables)]
+        if case.policy == "mixed_float16" and any(_dtype_name(value) == "float16" for value in returned):
+            raise Incorrect(f"`two_optimizer_step` returned a float16 loss (on {shown}): the mean squared error "
+                            "was computed in float16. Keras computes losses in float32 under `mixed_float16`, and "
+                            f"for a reason: a float16 loss times `opt_a`'s loss scale ({int(LOSS_SCALES[0])}) "
+                            "overflows once the loss reaches 2 (float16 stops at 65504), and the `LossScaleOptimizer` "
+                            "then skips the step. Did you cast `y` to float16? Cast the prediction up instead: "
+                            "`tf.cast(model(x, training=True), y.dtype)`.", cause="float16-loss")
+        n = len(reference.layers[0].trainable_variables)
+        names = [f"{'first' if i < n else 'second'} layer's {v.name}"
+                 for i, v in enumerate(reference.trainable_variables)]
         count = len(names)
         got = [w.numpy() - w0 for w, w0 in zip(model.trainable_variables, weights)]
         want = [w.numpy() - w0 for w, w0 in zip(reference.trainable_variables, weights)]
@@ -158,10 +92,12 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         if not wrong:
             self._check_returned(returned, losses, shown)
             return
-        n = len(reference.layers[0].trainable_variables)
+        if case.policy == "mixed_float16":
+            self._check_scaled(case, weights, want, got, names, steps_text, shown)
+        i = wrong[0]
         ratios = [_ratio(want[i], got[i]) for i in range(count)]
-        lr_a, lr_b = (float(o.get_config()["learning_rate"]) for o in (opt_a, opt_b))
-        if a == b == "sgd":
+        lr_a, lr_b = (float(o.learning_rate) for o in (opt_a, opt_b))
+        if case.a == case.b == "sgd":
             first_by_b = all(_near(ratios[i], lr_b / lr_a) for i in range(n))
             second_by_a = all(_near(ratios[i], lr_a / lr_b) for i in range(n, count))
             if first_by_b and second_by_a:
@@ -174,21 +110,55 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
                                 "updated it. Did you pass all the variables to `opt_a`? Only the first layer's "
                                 "belong to it; give the second layer's to `opt_b`.", cause="one-optimizer")
             by_other = [i for i in wrong if _near(ratios[i], lr_a / lr_b if i >= n else lr_b / lr_a)]
-            if not bias and by_other == wrong:
+            if not case.bias and by_other == wrong:
                 raise Incorrect(f"In this model ({shown}) the first layer has {n} trainable variable(s), the second "
                                 f"{count - n}, and some variables moved by the other optimizer's learning rate. Did "
                                 "you split the variables at a fixed index, or count another layer's variables? Take them from "
                                 "the layers instead: `model.layers[0].trainable_variables` for `opt_a`, the other "
                                 "layers' for `opt_b`.", cause="fixed-split")
-        i = wrong[0]
         if not np.any(got[i]):
             raise Incorrect(f"The {names[i]} did not change{steps_text}, but should move by {fmt(want[i])}. "
                             "Did you apply gradients to every variable, each with its layer's optimizer?",
                             cause="no-update")
         moved, should = fmt_pair(got[i], want[i], 1e-3, 1e-6)
-        raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} "
-                        f"(on {shown}). Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, "
-                        "and did each optimizer get its own layer's variables and gradients, in order?")
+        raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} (on {shown}). "
+                        "Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, and did "
+                        "each optimizer get its own layer's variables and gradients, in order?")
+
+    @staticmethod
+    def _check_scaled(case, weights, want, got, names, steps_text, shown):
+        """Under mixed precision: are the moves those of a step that scales its loss wrongly, or not at all?"""
+        def moves(scaled_by: str):
+            return lambda: [w.numpy() - w0 for w, w0 in zip(case.reference(scaled_by)[0].trainable_variables, weights)]
+
+        scale_a, scale_b = (int(s) for s in LOSS_SCALES)
+        own = ("Each `LossScaleOptimizer` keeps a scale of its own, and the two drift apart in training (each halves "
+               "its scale when its own gradients overflow). Differentiate `opt_a.scale_loss(loss)` for the first "
+               "layer's variables and `opt_b.scale_loss(loss)` for the others: one persistent tape gives both.")
+        found = diagnose(want, got, [
+            Alternative("loss not scaled", moves("none"), "loss-not-scaled",
+                        "Those are the moves of a step that never scales its loss. Each optimizer here is a "
+                        "`LossScaleOptimizer`, whose `apply` divides the gradients by its loss scale "
+                        f"({scale_a} for `opt_a`, {scale_b} for `opt_b`), so the weights barely move. Did you "
+                        "differentiate `opt_a.scale_loss(loss)` for the first layer's variables and "
+                        "`opt_b.scale_loss(loss)` for the others?"),
+            Alternative("opt_a's scale for every variable", moves("a"), "one-loss-scale",
+                        f"Those are the moves of a step that scales the loss once, by `opt_a`'s scale ({scale_a}), "
+                        f"for every variable: `opt_b` divides its gradients by its own scale ({scale_b}), so the "
+                        f"second layer's gradients come out {scale_a // scale_b} times too large. {own}"),
+            Alternative("opt_b's scale for every variable", moves("b"), "one-loss-scale",
+                        f"Those are the moves of a step that scales the loss once, by `opt_b`'s scale ({scale_b}), "
+                        f"for every variable: `opt_a` divides its gradients by its own scale ({scale_a}), so the "
+                        f"first layer's gradients come out {scale_a // scale_b} times too small. {own}"),
+        ], 1e-3, 1e-6)
+        if found is None or found.cause == "constant-factor":
+            return
+        layer = "second" if found.name.startswith("opt_a") else "first"  # the layer whose gradients are off
+        i = next(i for i, name in enumerate(names) if name.startswith(layer)
+                 and not allclose(want[i], got[i], rtol=1e-3, atol=1e-6))
+        moved, should = fmt_pair(got[i], want[i], 1e-3, 1e-6)
+        raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} (on {shown}). "
+                        f"{found.says}", cause=found.cause)
 
     def _check_returned(self, returned, losses, shown):
         for step, (got, want) in enumerate(zip(returned, losses), start=1):
@@ -211,6 +181,23 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
                                 f"{want_text}. Return the `loss` you computed inside the tape, unchanged.")
 
 
+def _named(optimizer: keras.optimizers.Optimizer) -> str:
+    """`SGD`, or `LossScaleOptimizer(SGD, loss scale 2048)`: what a student needs to know of an optimizer."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is None:
+        return type(optimizer).__name__
+    scale = int(float(optimizer.scale_loss(tf.constant(1.0))))
+    return f"{type(optimizer).__name__}({type(inner).__name__}, loss scale {scale})"
+
+
+def _dtype_name(value) -> str | None:
+    """`float16`, `float32`... for a tensor or an array; None for anything without a dtype."""
+    try:
+        return tf.as_dtype(value.dtype).name
+    except (AttributeError, TypeError):
+        return None
+
+
 def _ratio(want: np.ndarray, got: np.ndarray) -> float:
     mask = np.abs(want) > 1e-7
     return float(np.median(got[mask] / want[mask])) if mask.any() else float("nan")
@@ -223,35 +210,37 @@ def _near(ratio: float, target: float) -> bool:
 class ClipGlobalNorm(Exercise):
     number = "6.3"
     answer = "clip_gradients"
-    # Clipped, left alone (norm below max_norm), and all zeros (a norm of 0).
-    # Clipped where per-tensor and per-entry clipping differ (first, so they are told apart), the gradients
-    # above, left alone (norm below max_norm), and all zeros (a norm of 0).
+    # (values, max_norm[, dtype]). Clipped where per-tensor and per-entry clipping differ (first, so they are
+    # told apart), the gradients above, left alone (norm below max_norm), all zeros (a norm of 0), and
+    # float16 gradients (a model under the "float16" policy), where a float32 tensor in the code breaks.
     visible_cases = ((([3.0, 4.0], [0.5, 12.0]), 6.5), (([3.0, 4.0], [12.0]), 6.5), (([1.0, -2.0], [[0.5]]), 4.0),
-                     (([0.0], [0.0, 0.0]), 2.0))
+                     (([0.0], [0.0, 0.0]), 2.0), (([0.5, -1.0], [[2.0], [1.5]]), 1.25, "float16"))
     praise = "you scale every gradient by the same factor, and only when the global norm is too large."
     hints = (
         "The global norm is the norm of all gradients put together: the square root of the sum of every "
         "squared entry of every tensor.",
         "`global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))`; "
         "every gradient is multiplied by the same `scale`.",
-        "`scale = tf.minimum(1.0, max_norm / global_norm)` leaves small gradients alone; return "
-        "`[g * scale for g in grads]`.",
     )
-    solution_code = """
-def clip_gradients(grads, max_norm):
-    global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))
-    scale = tf.minimum(1.0, max_norm / global_norm)
-    return [g * scale for g in grads]
-"""
-    why = ("Scaling all gradients by one factor keeps the direction of the update and caps its length; "
-           "clipping each tensor on its own would change the direction.")
 
     def check_case(self, fn, case, facts):
-        values, max_norm = case
+        values, max_norm, *dtype = case
+        dtype = dtype[0] if dtype else "float32"
         arrays = [np.asarray(v, np.float64) for v in values]
-        grads = [tf.constant(a, tf.float32) for a in arrays]
-        shown = f"grads of shapes {[tuple(a.shape) for a in arrays]}, max_norm={max_norm}"
-        got = self.call(fn, grads, max_norm, shown=shown).value
+        grads = [tf.constant(a, dtype) for a in arrays]
+        shown = f"{'' if dtype == 'float32' else dtype + ' '}grads of shapes {[tuple(a.shape) for a in arrays]}, " \
+                f"max_norm={max_norm}"
+        rtol, atol = (4e-3, 1e-3) if dtype == "float16" else (RTOL, ATOL)  # float16 keeps about 3 digits
+        try:
+            got = self.call(fn, grads, max_norm, shown=shown).value
+        except Incorrect as problem:
+            if dtype == "float32" or problem.cause or combined_dtypes(str(problem)) != {dtype, "float32"}:
+                raise
+            raise Incorrect(f"{problem} The gradients here are {dtype}, and a float32 tensor in your code met them "
+                            "(`max_norm` is a Python number): did you create one with `tf.constant(1.0)` or "
+                            "`tf.cast(..., tf.float32)`? Gradients come in the dtype of their variables. Use Python "
+                            "numbers, which take the dtype of the tensor they meet, or cast to the gradients' dtype: "
+                            "`tf.cast(scale, g.dtype)`.", cause="hardcoded-float32") from None
         norm = float(np.sqrt(sum(np.sum(a * a) for a in arrays)))
         expected = [a * min(1.0, max_norm / norm) if norm else a for a in arrays]
         if got is None:
@@ -272,9 +261,15 @@ def clip_gradients(grads, max_norm):
                             cause="zero-norm-nan")
         problem = wrong_value("clipped", expected, list(got), self._alternatives(arrays, max_norm, norm),
                               "Did you compute one global norm over all the tensors and scale each by "
-                              "`min(1, max_norm / norm)`?")
+                              "`min(1, max_norm / norm)`?", rtol, atol)
         if problem:
             raise problem
+        changed = sorted({name for name in map(_dtype_name, got) if name not in (None, dtype)})
+        if changed:
+            raise Incorrect(f"Your values are right, but `clip_gradients` returned {' and '.join(changed)} tensors "
+                            f"for {dtype} gradients (on {shown}). A clipped gradient keeps its gradient's dtype, the "
+                            "dtype of its variable: if you compute in another dtype, cast each result back, "
+                            "`tf.cast(..., g.dtype)`.", cause="dtype-changed")
         if library:
             raise Incorrect("Your values are right, but this exercise asks you to write the clipping yourself, "
                             "without `tf.clip_by_global_norm`: compute the global norm and one scale factor.",
@@ -323,37 +318,7 @@ class FixKeras2Step(FitMatch):
         "in `train_step` and list it in a `metrics` property.",
         "`train_step` returns `{\"loss\": self.loss_tracker.result()}`; the `metrics` property returns "
         "`[self.loss_tracker]` so that `fit` resets it every epoch.",
-        "Match `fit` in the hard cases too: update the tracker with `sample_weight=tf.shape(x)[0]` (a smaller "
-        "last batch counts less) and differentiate `self.optimizer.scale_loss(loss)` (mixed precision).",
     )
-    solution_code = """
-def make_tracked_model(n_features=1):
-    class TrackedModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return TrackedModel(inputs, outputs)
-"""
-    why = ("Without a compiled loss the step owns both the loss and its bookkeeping: a `Mean` tracker fed the "
-           "batch losses and reset by `fit` each epoch reports the same epoch mean that `fit` prints.")
 
 
 ex6_1 = CustomTrainStep()

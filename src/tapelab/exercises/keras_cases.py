@@ -1,15 +1,18 @@
-"""The Keras models, losses and data that the checkers of notebook 02_model_variables build: the worked
+"""The Keras models, losses and data that the checkers build: for notebook 02_model_variables the worked
 example, a zero-initialised Dense model (optionally with a layer loss) and a seeded
-Dense-BatchNormalization-Dense model, whose output depends on `training`."""
+Dense-BatchNormalization-Dense model, whose output depends on `training`; for exercise 6.4 the
+two-optimizer cases (`TwoLayerCase`), with their reference step and its known wrong variants."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["LOSSES", "worked_example", "dense_model", "bn_case", "short_path", "train_step_fn"]
+__all__ = ["LOSSES", "LOSS_SCALES", "TwoLayerCase", "worked_example", "dense_model", "bn_case", "short_path",
+           "train_step_fn"]
 
 LOSSES: dict[str, Callable[[], keras.losses.Loss]] = {
     "mse": keras.losses.MeanSquaredError,
@@ -76,3 +79,82 @@ def train_step_fn(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         return loss
 
     return step
+
+
+# Exercise 6.4 under mixed_float16: the initial loss scales of opt_a and opt_b. They differ, as two dynamic
+# scales come to differ once one optimizer's gradients overflow (it halves its own scale and skips the step).
+LOSS_SCALES = (2.0 ** 15, 2.0 ** 11)
+
+_OPTIMIZERS: dict[str, tuple[Callable | None, Callable | None]] = {  # kind -> (as opt_a, as opt_b)
+    "sgd": (lambda: keras.optimizers.SGD(0.1), lambda: keras.optimizers.SGD(0.01)),
+    "momentum": (lambda: keras.optimizers.SGD(0.05, momentum=0.9), None),
+    "adam": (None, lambda: keras.optimizers.Adam(0.01)),
+}
+
+
+@dataclass(frozen=True)
+class TwoLayerCase:
+    """One input of exercise 6.4: a seeded Dense(hidden, tanh) (+ BatchNormalization) + Dense(1) model, a
+    batch, an optimizer kind for each layer and a number of steps. Under the "mixed_float16" policy the
+    layers compute in float16 and each optimizer is a LossScaleOptimizer with its own scale (LOSS_SCALES)."""
+
+    n_in: int
+    hidden: int
+    rows: int
+    a: str
+    b: str
+    steps: int
+    seed: int
+    bias: bool = True  # the first layer's bias
+    norm: bool = False  # a BatchNormalization (no trainable variables) between the layers
+    policy: str = "float32"
+
+    def draw(self) -> tuple[list[np.ndarray], tf.Tensor, tf.Tensor]:
+        """The initial weights (trainable ones, in order), the inputs and the targets."""
+        rng = np.random.default_rng(self.seed)
+        weights = [rng.normal(size=(self.n_in, self.hidden)) * 0.5, rng.normal(size=self.hidden) * 0.1,
+                   rng.normal(size=(self.hidden, 1)) * 0.5, rng.normal(size=1) * 0.1]
+        if not self.bias:
+            del weights[1]
+        x = tf.constant(rng.normal(size=(self.rows, self.n_in)), tf.float32)
+        y = tf.constant(rng.normal(size=(self.rows, 1)), tf.float32)
+        return [w.astype(np.float32) for w in weights], x, y
+
+    def model(self) -> keras.Model:
+        """A fresh model with the initial weights (build it under the case's dtype policy)."""
+        middle = [keras.layers.BatchNormalization(center=False, scale=False)] if self.norm else []
+        model = keras.Sequential([keras.Input((self.n_in,)),
+                                  keras.layers.Dense(self.hidden, activation="tanh", use_bias=self.bias),
+                                  *middle, keras.layers.Dense(1)])
+        stats = [np.zeros(self.hidden, np.float32), np.ones(self.hidden, np.float32)] if self.norm else []
+        weights = self.draw()[0]
+        first = 2 if self.bias else 1
+        model.set_weights(weights[:first] + stats + weights[first:])  # moving mean and variance in between
+        return model
+
+    def optimizers(self) -> tuple[keras.optimizers.Optimizer, keras.optimizers.Optimizer]:
+        """Fresh opt_a and opt_b, each wrapped in a LossScaleOptimizer of its own scale under mixed precision."""
+        pair = _OPTIMIZERS[self.a][0](), _OPTIMIZERS[self.b][1]()
+        if self.policy != "mixed_float16":
+            return pair
+        return tuple(keras.optimizers.LossScaleOptimizer(opt, initial_scale=scale)
+                     for opt, scale in zip(pair, LOSS_SCALES))
+
+    def reference(self, scaled_by: str = "own") -> tuple[keras.Model, list[float]]:
+        """The reference steps on a fresh model: the model after them and the loss before each. `scaled_by`
+        gives a known wrong variant instead: "none" (the loss never scaled) or "a" / "b" (that optimizer's
+        scale for every variable)."""
+        model, (opt_a, opt_b), (_, x, y) = self.model(), self.optimizers(), self.draw()
+        scalers = {"own": (opt_a, opt_b), "none": (None, None), "a": (opt_a, opt_a), "b": (opt_b, opt_b)}[scaled_by]
+        n = len(model.layers[0].trainable_variables)
+        parts = model.trainable_variables[:n], model.trainable_variables[n:]
+        losses = []
+        for _ in range(self.steps):
+            with tf.GradientTape(persistent=True) as tape:
+                loss = tf.reduce_mean(tf.square(y - tf.cast(model(x, training=True), y.dtype)))
+                targets = [loss if scaler is None else scaler.scale_loss(loss) for scaler in scalers]
+            for optimizer, target, part in zip((opt_a, opt_b), targets, parts):
+                optimizer.apply(tape.gradient(target, part), part)
+            del tape
+            losses.append(float(loss))
+        return model, losses

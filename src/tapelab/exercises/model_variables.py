@@ -55,17 +55,7 @@ class ModelGradients(Exercise):
     hints = (
         "Open a tape, and inside it run the model and the loss: both must be recorded.",
         "Inside the tape: `preds = model(x, training=True)` then `loss = loss_fn(y, preds)` (targets first).",
-        "After the block: `return tape.gradient(loss, model.trainable_variables)`.",
     )
-    solution_code = """
-def model_gradients(model, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
-"""
-    why = ("The tape records the forward pass in training mode and the loss (targets first, as Keras losses "
-           "expect), and `model.trainable_variables` lists exactly the variables an optimizer will update.")
 
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
@@ -143,15 +133,7 @@ class ManualSgdStep(Exercise):
     hints = (
         "Gradient descent moves each variable a small step against its gradient: v ← v − lr·g.",
         "Pair each variable with its gradient using `zip(variables, grads)`, and change the variable in place.",
-        "`for v, g in zip(variables, grads): v.assign_sub(lr * g)`",
     )
-    solution_code = """
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign_sub(lr * g)
-"""
-    why = ("Plain SGD updates each variable in place by v ← v − lr·g; `assign_sub` changes the variable "
-           "itself, whereas `v = v - lr * g` only rebinds a local name to a new tensor.")
 
     def check_case(self, fn, spec, facts):
         variables, grads, lr = _sgd_case(spec)
@@ -279,21 +261,7 @@ class TrainStep(Exercise):
         "Four lines: forward pass and loss under a tape, gradients, then the optimizer; return the loss.",
         "Inside the tape: `preds = model(x, training=True)`, then `loss = loss_fn(y, preds) + sum(model.losses)` "
         "so a regularizer's penalty is part of what you minimise.",
-        "After the block: `grads = tape.gradient(loss, model.trainable_variables)`, then "
-        "`optimizer.apply(grads, model.trainable_variables)` (or `apply_gradients(zip(grads, ...))`), "
-        "and `return loss`.",
     )
-    solution_code = """
-def train_step(model, optimizer, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply(grads, model.trainable_variables)
-    return loss
-"""
-    why = ("The tape must record both the forward pass and every part of the loss, layer losses included, "
-           "so the gradients point downhill on what you actually minimise; the optimizer then owns the update.")
 
     def check_case(self, fn, spec, facts):
         build, make_opt, loss, x, y, steps, label = _train_case(spec)

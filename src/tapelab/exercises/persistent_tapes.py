@@ -48,22 +48,7 @@ class SeveralGradients(_TapeExercise):
         "A tape normally answers one `gradient` call. Which argument of `tf.GradientTape` lets it answer more?",
         "Open `tf.GradientTape(persistent=True)`, call `tape.watch(x)` (x is a constant), then compute "
         "`y = x**3` and `z = tf.sin(y)` inside the block.",
-        "After the block: `dy_dx = tape.gradient(y, x)`, `dz_dx = tape.gradient(z, x)`, `del tape`, "
-        "then `return [dy_dx, dz_dx]`.",
     )
-    solution_code = """
-def several_gradients(x):
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
-    del tape
-    return [dy_dx, dz_dx]
-"""
-    why = ("`persistent=True` keeps the recording after the first `gradient` call, so the same record of "
-           "`y` and `z` answers both questions; `del tape` then frees it.")
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
@@ -136,22 +121,7 @@ class TwoGradientsAndRelease(_TapeExercise):
         "then free it before you call `f` again.",
         "After the `with` block: the two `gradient` calls, then `del tape`, then "
         "`x.assign_sub(lr * (dloss_dx + dpenalty_dx))`.",
-        "Finish with `new_loss, _ = f(x)` and `return [dloss_dx, dpenalty_dx, new_loss]`; "
-        "the `del tape` must come before that second call of `f`.",
     )
-    solution_code = """
-def two_gradients_and_release(f, x, lr):
-    with tf.GradientTape(persistent=True) as tape:
-        loss, penalty = f(x)
-    dloss_dx = tape.gradient(loss, x)
-    dpenalty_dx = tape.gradient(penalty, x)
-    del tape
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
-    new_loss, _ = f(x)
-    return [dloss_dx, dpenalty_dx, new_loss]
-"""
-    why = ("A live persistent tape holds every intermediate it recorded, so `del tape` right after the last "
-           "`gradient` call frees that memory before the next forward pass needs it.")
 
     def check_case(self, fn, case, facts):
         values, lr, target, weight = case
@@ -229,20 +199,7 @@ class SecondDerivative(_TapeExercise):
         "recorded by a second tape.",
         "Make `x = tf.Variable(x)`, open `with tf.GradientTape() as outer:`, and inside it "
         "`with tf.GradientTape() as inner:` around `y = f(x)`.",
-        "Still inside the outer block (after the inner one): `dy_dx = inner.gradient(y, x)`. "
-        "After the outer block: `return outer.gradient(dy_dx, x)`.",
     )
-    solution_code = """
-def second_derivative(f, x):
-    x = tf.Variable(x)
-    with tf.GradientTape() as outer:
-        with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-"""
-    why = ("The inner `gradient` call runs inside the outer `with` block, so the outer tape records how dy/dx "
-           "was computed from `x` and can differentiate it again.")
 
     def check_case(self, fn, case, facts):
         name, x = case
@@ -306,20 +263,7 @@ class Hessian(_TapeExercise):
         "vector, not a scalar.",
         "`outer.gradient(g, x)` would sum the components of `g` first; `outer.jacobian(g, x)` keeps one row "
         "per component.",
-        "`x = tf.Variable(x)`; inside `outer`, inside `inner`: `y = f(x)`; still inside `outer`: "
-        "`g = inner.gradient(y, x)`; after it: `return outer.jacobian(g, x)`.",
     )
-    solution_code = """
-def hessian(f, x):
-    x = tf.Variable(x)
-    with tf.GradientTape() as outer:
-        with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
-"""
-    why = ("The gradient `g` is a vector; `jacobian(g, x)` differentiates each of its components separately, "
-           "which gives the matrix of second derivatives, where `gradient` would sum them.")
 
     def check_case(self, fn, case, facts):
         name, point = case

@@ -87,22 +87,7 @@ class TrainEpochs(Exercise):
     hints = (
         "Two loops: epochs outside, the dataset's batches inside. Reset the metric at the start of each epoch.",
         "For each batch `for x, y in dataset:`, call `loss = step(x, y)` once and `metric.update_state(loss)`.",
-        "After an epoch's batches, append `float(metric.result())`; return the list after the last epoch.",
     )
-    solution_code = """
-def train_epochs(step, dataset, epochs, metric):
-    means = []
-    for epoch in range(epochs):
-        metric.reset_state()
-        for x, y in dataset:
-            loss = step(x, y)
-            metric.update_state(loss)
-        means.append(float(metric.result()))
-    return means
-"""
-    why = ("Each call of `step` trains once on one batch, so the loop calls it once per batch per epoch; the metric "
-           "keeps accumulating until `reset_state()`, so resetting at the start of each epoch makes `result()` "
-           "that epoch's mean batch loss.")
 
     def check_case(self, fn, spec, facts):
         build, lr, dataset, epochs, label = _loop_case(spec)

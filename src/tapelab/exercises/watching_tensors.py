@@ -79,18 +79,7 @@ class IntermediateGradient(_WatchExercise):
     hints = (
         "`x` is a constant, so the tape records nothing about it until you watch it.",
         "Inside the tape: `tape.watch(x)` first, then `y = x * x` and `z = y * y`.",
-        "After the `with` block, `return tape.gradient(z, y)`: the source is `y`, not `x`.",
     )
-    solution_code = """
-def intermediate_gradient(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x * x
-        z = y * y
-    return tape.gradient(z, y)
-"""
-    why = ("Once `x` is watched, every tensor computed from it is recorded too, so `y` can be a source: "
-           "`tape.gradient(z, y)` replays the record only from `z` back to `y`.")
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
@@ -121,18 +110,7 @@ class InputSaliency(_WatchExercise):
     hints = (
         "`x` arrives as a NumPy array, and a tape can only watch TensorFlow tensors and variables.",
         "Convert it with `x = tf.constant(x)`, then inside the tape `tape.watch(x)` and `y = model(x)`.",
-        "`return tf.abs(tape.gradient(y, x))`: the saliency is the size of the gradient, not its sign.",
     )
-    solution_code = """
-def input_saliency(model, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tf.abs(tape.gradient(y, x))
-"""
-    why = ("A NumPy array is not on the tape, so it is converted to a tensor and watched; the gradient of "
-           "the output with respect to that tensor, taken in absolute value, ranks the inputs by influence.")
 
     def check_case(self, fn, spec, facts):
         model, weights, x = _model_case(spec)
@@ -163,17 +141,7 @@ class InputOnlyGradient(_WatchExercise):
     hints = (
         "By default a tape watches every trainable variable it sees used, the model's weights included.",
         "Open the tape with `tf.GradientTape(watch_accessed_variables=False)` and call `tape.watch(x)` yourself.",
-        "Inside: `tape.watch(x)`, `y = model(x)`; after: `return tape.gradient(y, x), tape.watched_variables()`.",
     )
-    solution_code = """
-def input_only_gradient(model, x):
-    with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-"""
-    why = ("With `watch_accessed_variables=False` the tape records only what you watch, so it keeps no record "
-           "of the weights you do not need and `watched_variables()` comes back empty.")
 
     def check_case(self, fn, spec, facts):
         model, weights, x = _model_case(spec)
@@ -212,17 +180,7 @@ class PerExampleJacobian(_WatchExercise):
         "`tape.gradient` sums over the outputs; a Jacobian keeps one row per output.",
         "Row i of the output depends only on row i of the input, so you want `tape.batch_jacobian`, "
         "not `tape.jacobian`.",
-        "Watch `x`, compute `y = model(x)` inside the tape, then `return tape.batch_jacobian(y, x)`.",
     )
-    solution_code = """
-def per_example_jacobian(model, x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.batch_jacobian(y, x)
-"""
-    why = ("`batch_jacobian` computes dy[i]/dx[i] for each example i and skips the cross-example blocks, "
-           "which are zero when examples do not interact, giving shape (batch, outputs, inputs).")
 
     def check_case(self, fn, case, facts):
         batch, n_in, hidden, n_out, seed = case
