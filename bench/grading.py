@@ -1,42 +1,54 @@
-"""Stock `nbgrader autograde` against `tapelab grade`, locally and on Dask, on the same submissions.
+"""Stock `nbgrader autograde` against `tapelab grade` (cold kernels, warm kernels, on Dask), on the same submissions.
 
     python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock]
 
 Students cycle through correct (the reference), partial (the first answer left as the stub) and
 blank. The stock side runs `nbgrader autograde NB --student S` once per submission, sequentially,
-as the nbgrader docs show; the tapelab side runs `tapelab grade` once on a flat folder of the
-same notebooks, once with its local pool (--jobs N) and once with `--scheduler` on a Dask cluster of
-N single-threaded worker processes on this machine (scheduler and workers started here, on
-127.0.0.1), which measures what distribution costs. Every course starts as a copy of one
-prepared course. Prints the wall times, their ratios, and whether every graded cell scored the
-same in all gradebooks.
+as the nbgrader docs show; the tapelab side runs `tapelab grade` on a flat folder of the same
+notebooks: with its local pool (--jobs N) and cold kernels (TAPELAB_KERNELS=cold), with warm kernels
+(the default: forked from a zygote per worker that imported TensorFlow once), and warm through
+`--scheduler` on a Dask cluster of N single-threaded worker processes on this machine (scheduler and
+workers started here, on 127.0.0.1). Every course starts as a copy of one prepared course.
+
+Each tapelab run is measured from inside (`_measure`, in the run's own process: it wraps the pool's
+results and the coordinator's per-notebook work), so the bench prints, per notebook, where the seconds
+go: kernel start (the sandbox slot and the kernel), imports (the guard's prologue, which imports the
+notebook's modules and TensorFlow), cells (the notebook's cells and hidden tests), the guard's steps,
+stopping, nbgrader bookkeeping (preparing the submission, writing the gradebook) and feedback. The
+computed limit is the cells' own time in warm kernels over the cores. Prints wall times, ratios to
+stock, and whether every graded cell scored the same in every gradebook.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "grading")]
-
-from answers import reference_answers  # noqa: E402
-from services import DaskCluster  # noqa: E402
-from tapelab.paths import assignment_names  # noqa: E402
-from tapelab.release import nbgrader_env, prepare_course  # noqa: E402
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "grading")]  # the bench's helpers, imported in main:
+# a measured run (`_measure`, this file in its own process) imports only what `tapelab grade` does
 
 KINDS = ("correct", "partial", "blank")
+TARGET = 4.0  # warm tapelab over stock sequential, on 2 cores (issue 21)
+KERNEL_PHASES = {"kernel start": ("slot", "start"), "imports": ("prologue",), "cells": ("cells", "hidden"),
+                 "guard": ("guard",), "stop": ("stop",)}
+COORDINATOR_PHASES = ("bookkeeping", "feedback")
 
 
 def answers_for(kind: str, notebook: str) -> dict[str, str]:
+    from answers import reference_answers
+
     reference = reference_answers(notebook)
     if kind == "correct":
         return reference
@@ -63,6 +75,8 @@ def scores(course: Path, students: list[str], notebooks: list[str]) -> dict[tupl
 
 
 def run_stock(course: Path, students: list[str], notebooks: list[str]) -> float:
+    from tapelab.release import nbgrader_env
+
     start = time.monotonic()
     for notebook in notebooks:
         for student in students:
@@ -73,13 +87,108 @@ def run_stock(course: Path, students: list[str], notebooks: list[str]) -> float:
     return time.monotonic() - start
 
 
-def run_tapelab(course: Path, inbox: Path, *args: str) -> tuple[float, str]:
+def run_tapelab(course: Path, inbox: Path, kernels: str, *args: str) -> tuple[float, str, dict]:
+    """One measured `tapelab grade` run: wall seconds, its summary, and what `_measure` recorded."""
+    from tapelab.release import nbgrader_env
+
+    record = course.parent / f"{course.name}-phases.json"
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "tapelab.cli", "grade", str(inbox), "--course", str(course),
-                             *args], env=nbgrader_env(), capture_output=True, text=True)
+    result = subprocess.run([sys.executable, __file__, "--measure", str(record), "grade", str(inbox), "--course",
+                             str(course), *args], env={**nbgrader_env(), "TAPELAB_KERNELS": kernels},
+                            capture_output=True, text=True)
+    wall = time.monotonic() - start
     if result.returncode != 0:
         raise SystemExit(f"tapelab grade failed:\n{result.stderr[-2000:]}")
-    return time.monotonic() - start, result.stdout
+    return wall, result.stdout, json.loads(record.read_text())
+
+
+# -- inside a measured run -------------------------------------------------------------------------------
+def _measure(out: Path, argv: list[str]) -> int:
+    """`tapelab grade ARGV` in this process, recording each execution's timing facts (from the pool's
+    results) and the coordinator's serial seconds per notebook, into `out`."""
+    from tapelab import cli
+    from tapelab.grading import pools, run
+
+    record: dict = {"executions": [], "coordinator": [], "kernels": defaultdict(int)}
+    current: list = [None]
+
+    def results_of(finished):
+        def wrapper(self):
+            results = finished(self)
+            for tag, result in results:
+                facts = result.get("facts") or {}
+                record["kernels"][facts.get("kernel", "none")] += 1
+                if facts.get("timing"):
+                    record["executions"].append({"notebook": tag.notebook, "timing": facts["timing"],
+                                                 "seconds": result.get("seconds")})
+            return results
+        return wrapper
+
+    def serial(method):
+        def wrapper(self, cand, *args):
+            start, current[0] = time.monotonic(), [cand.notebook, 0.0]
+            try:
+                return method(self, cand, *args)
+            finally:
+                feedback = current[0][1]
+                record["coordinator"].append({"notebook": cand.notebook, "bookkeeping": time.monotonic() - start
+                                              - feedback, "feedback": feedback})
+                current[0] = None
+        return wrapper
+
+    def feedback(refresh):
+        def wrapper(*args, **kwargs):
+            start = time.monotonic()
+            try:
+                return refresh(*args, **kwargs)
+            finally:
+                if current[0] is not None:
+                    current[0][1] += time.monotonic() - start
+        return wrapper
+
+    pools.LocalPool.finished = results_of(pools.LocalPool.finished)
+    if "--scheduler" in argv:
+        from tapelab.grading import cluster
+
+        cluster.DaskPool.finished = results_of(cluster.DaskPool.finished)
+    run.Coordinator._prepared = serial(run.Coordinator._prepared)  # sanitizing, the submission's nbgrader files
+    run.Coordinator._finished = serial(run.Coordinator._finished)  # the gradebook, the review note, feedback
+    run.refresh_feedback = feedback(run.refresh_feedback)
+    try:
+        return cli.main(argv)
+    finally:
+        out.write_text(json.dumps(record))
+
+
+# -- the report ------------------------------------------------------------------------------------------
+def phases(record: dict) -> dict[str, dict[str, float]]:
+    """notebook -> phase -> mean seconds per submission."""
+    sums: dict = defaultdict(lambda: defaultdict(float))
+    counts: dict = defaultdict(int)
+    for execution in record["executions"]:
+        counts[execution["notebook"]] += 1
+        for phase, keys in KERNEL_PHASES.items():
+            sums[execution["notebook"]][phase] += sum(execution["timing"].get(k, 0.0) for k in keys)
+        sums[execution["notebook"]]["worker"] += execution["seconds"] or 0.0
+    for entry in record["coordinator"]:
+        for phase in COORDINATOR_PHASES:
+            sums[entry["notebook"]][phase] += entry[phase]
+    return {nb: {phase: total / max(1, counts[nb]) for phase, total in table.items()} for nb, table in sums.items()}
+
+
+def cells_seconds(record: dict) -> float:
+    return sum(e["timing"].get("cells", 0.0) + e["timing"].get("hidden", 0.0) for e in record["executions"])
+
+
+def print_phases(records: dict[str, dict]) -> None:
+    columns = [*KERNEL_PHASES, *COORDINATOR_PHASES, "worker"]
+    print("\nseconds per submission, mean (worker = the whole execution in its worker process):")
+    print(f"{'notebook':<22}{'kernels':<8}" + "".join(f"{c:>14}" for c in columns))
+    tables = {kind: phases(record) for kind, record in records.items()}
+    for notebook in sorted({nb for table in tables.values() for nb in table}):
+        for kind, table in tables.items():
+            row = table.get(notebook, {})
+            print(f"{notebook:<22}{kind:<8}" + "".join(f"{row.get(c, 0.0):>14.2f}" for c in columns))
 
 
 def main() -> int:
@@ -88,51 +197,81 @@ def main() -> int:
     parser.add_argument("--notebooks", nargs="*", default=None, help="default: every notebook in solutions/")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader (the slowest part)")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
     args = parser.parse_args()
+    from services import DaskCluster
+    from tapelab.paths import assignment_names
+    from tapelab.release import prepare_course
+
     notebooks = args.notebooks or assignment_names()
     students = [f"s{i:02d}_{KINDS[i % 3]}" for i in range(args.students)]
     root = Path(tempfile.mkdtemp(prefix="tapelab-bench-"))
+    loads = [os.getloadavg()[0]]
     try:
-        stock, fast, dask, inbox = root / "stock", root / "tapelab", root / "dask", root / "inbox"
-        print(f"preparing a course with {', '.join(notebooks)} ...", flush=True)
-        prepare_course(stock, notebooks)
-        shutil.copytree(stock, fast)
-        shutil.copytree(stock, dask)
+        runs = ["cold", "warm"] + ([] if args.no_dask else ["dask"])
+        courses = {name: root / name for name in ["stock", *runs]}
+        inbox = root / "inbox"
+        print(f"preparing a course with {', '.join(notebooks)} (load average {loads[0]:.1f} on "
+              f"{os.cpu_count()} cores) ...", flush=True)
+        prepare_course(courses["stock"], notebooks)
+        for name in runs:
+            shutil.copytree(courses["stock"], courses[name])
         for notebook in notebooks:
             for student in students:
-                nb = student_notebook(stock, notebook, answers_for(student.split("_")[1], notebook))
-                target = stock / "submitted" / student / notebook / f"{notebook}.ipynb"
+                nb = student_notebook(courses["stock"], notebook, answers_for(student.split("_")[1], notebook))
+                target = courses["stock"] / "submitted" / student / notebook / f"{notebook}.ipynb"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 nbformat.write(nb, target)
                 inbox.mkdir(exist_ok=True)
                 nbformat.write(nb, inbox / f"{student}_{notebook}.ipynb")
         n = len(students) * len(notebooks)
         print(f"{n} submissions ({len(students)} students x {len(notebooks)} notebooks)", flush=True)
-        t_tapelab, summary = run_tapelab(fast, inbox, "--jobs", str(args.jobs))
-        print(f"tapelab grade --jobs {args.jobs}: {t_tapelab:7.1f} s  ({t_tapelab / n:.2f} s per notebook)", flush=True)
-        cluster = DaskCluster(root / "dask-logs", workers=args.jobs)
-        try:
-            t_dask, _ = run_tapelab(dask, inbox, "--scheduler", cluster.address)
-        finally:
-            cluster.stop()
-        print(f"tapelab grade --scheduler ({args.jobs} local Dask workers): {t_dask:7.1f} s  "
-              f"({t_dask / n:.2f} s per notebook)", flush=True)
-        graded = {"tapelab": scores(fast, students, notebooks), "dask": scores(dask, students, notebooks)}
+        walls, records, summary = {}, {}, ""
+        for name in runs:
+            if name == "dask":
+                cluster = DaskCluster(root / "dask-logs", workers=args.jobs)
+                try:
+                    walls[name], _, records[name] = run_tapelab(courses[name], inbox, "warm", "--scheduler",
+                                                                cluster.address)
+                finally:
+                    cluster.stop()
+            else:
+                walls[name], out, records[name] = run_tapelab(courses[name], inbox, name, "--jobs", str(args.jobs))
+                summary = out if name == "warm" else summary
+            loads.append(os.getloadavg()[0])
+            print(f"tapelab grade, {name:<5} ({dict(records[name]['kernels'])} kernels): {walls[name]:7.1f} s  "
+                  f"({walls[name] / n:.2f} s per notebook)", flush=True)
+        graded = {name: scores(courses[name], students, notebooks) for name in runs}
         if not args.no_stock:
-            t_stock = run_stock(stock, students, notebooks)
-            print(f"nbgrader autograde, sequential:  {t_stock:7.1f} s  ({t_stock / n:.2f} s per notebook)", flush=True)
-            graded["stock"] = scores(stock, students, notebooks)
+            walls["stock"] = run_stock(courses["stock"], students, notebooks)
+            loads.append(os.getloadavg()[0])
+            print(f"nbgrader autograde, sequential: {walls['stock']:7.1f} s  ({walls['stock'] / n:.2f} s per notebook)",
+                  flush=True)
+            graded["stock"] = scores(courses["stock"], students, notebooks)
         print(summary)
-        if not args.no_stock:
-            print(f"speed-up of tapelab grade over stock nbgrader: {t_stock / t_tapelab:.2f}x")
-        print(f"Dask path / local pool (cost of distribution on one machine): {t_dask / t_tapelab:.2f}x")
-        base = graded["tapelab"]
+        print_phases({k: records[k] for k in ("cold", "warm")})
+        print()
+        for name in runs:
+            ratio = f"{walls['stock'] / walls[name]:.2f}x over stock" if "stock" in walls else "stock not run"
+            print(f"tapelab grade, {name}: {walls[name]:.1f} s, {ratio}")
+        if "stock" in walls:
+            print(f"target: warm at least {TARGET:.1f}x over stock: {'met' if walls['stock'] / walls['warm'] >= TARGET else 'MISSED'}")
+        if "dask" in walls:
+            print(f"Dask path / local pool, warm (cost of distribution on one machine): {walls['dask'] / walls['warm']:.2f}x")
+        limit = cells_seconds(records["warm"]) / args.jobs
+        print(f"computed limit: the cells' own seconds in warm kernels / {args.jobs} cores = {limit:.1f} s; "
+              f"warm reaches {limit / walls['warm']:.0%} of it")
+        coordinator = sum(e["bookkeeping"] + e["feedback"] for e in records["warm"]["coordinator"])
+        print(f"coordinator's serial work in the warm run: {coordinator:.1f} s of {walls['warm']:.1f} s wall "
+              f"(median worker execution {statistics.median(e['seconds'] for e in records['warm']['executions']):.2f} s)")
+        print(f"load average during the runs: {', '.join(f'{x:.1f}' for x in loads)} on {os.cpu_count()} cores")
+        base = graded["warm"]
         different = sorted((name, k) for name, other in graded.items() for k in base if other.get(k) != base[k])
         print(f"identical scores: {'yes' if not different and base else 'NO'} ({len(base)} graded cells "
               f"compared across {', '.join(graded)})")
         for name, key in different[:20]:
-            print(f"  differs: {key}: tapelab {base[key]} {name} {graded[name].get(key)}")
+            print(f"  differs: {key}: warm {base[key]} {name} {graded[name].get(key)}")
         return 0 if not different else 1
     finally:
         if args.keep:
@@ -142,4 +281,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--measure"]:
+        sys.exit(_measure(Path(sys.argv[2]), sys.argv[3:]))
     sys.exit(main())

@@ -144,14 +144,15 @@ print("DISK " + json.dumps({"scratch": measure(os.getcwd()), "tmp": measure("/tm
 '''
 
 
-@pytest.fixture(scope="module")
-def disk():
-    """One kernel, run by the real worker with small disk limits, that fills its scratch and /tmp."""
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def disk(request):
+    """One kernel, run by the real worker with small disk limits, that fills its scratch and /tmp; started
+    warm (forked from the worker's zygote) and cold."""
     nb = new_notebook(cells=[new_code_cell(FILL)])
     settings = Settings(cell_timeout=120, notebook_timeout=240, output_limit=1_000_000,
-                        sandbox=Sandbox(isolate=True, rlimits=True, limits=SMALL))
+                        sandbox=Sandbox(isolate=True, rlimits=True, limits=SMALL, kernels=request.param))
     result = execute(nbformat.writes(nb), settings)
-    assert result["nb"] is not None, result["facts"]
+    assert result["nb"] is not None and result["facts"]["kernel"] == request.param, result["facts"]
     text = "".join(o.get("text", "") for o in nbformat.reads(result["nb"], as_version=4).cells[0].outputs)
     found = re.search(r"DISK (.*)", text)
     assert found, text

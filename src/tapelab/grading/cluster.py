@@ -26,7 +26,7 @@ from distributed import Client, KilledWorker, wait
 
 import tapelab
 from tapelab.grading.pools import run_task
-from tapelab.grading.sandbox import environment_problem, probe
+from tapelab.grading.sandbox import environment_problem, kernel_start, probe
 from tapelab.grading.worker import Settings, execute, infra_error
 
 __all__ = ["ClusterError", "DaskPool", "describe", "check"]
@@ -118,6 +118,7 @@ class DaskPool:
     """Executions on the workers of the scheduler at `address`; the same interface as LocalPool."""
 
     def __init__(self, address: str):
+        kernel_start()  # a bad TAPELAB_KERNELS stops the run before anything starts
         self.client = _connect(address)
         try:
             workers = self.client.run(describe)

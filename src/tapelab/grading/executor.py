@@ -13,6 +13,9 @@ messages (`process_message`), but drives each execution itself, since the kernel
 - with a guard (`guard.Session`) its prologue runs before any cell and its step before and after
   every check: findings before a check are flagged, findings after it void the check;
 - an error reply without an error output gets one (nbgrader's rule: a failed test scores 0).
+`facts["timing"]` says where the seconds went: starting the kernel, the guard's prologue (which
+imports the notebook's trusted modules, TensorFlow with them), the cells, the guard's steps, the
+hidden tests, and stopping.
 """
 from __future__ import annotations
 
@@ -22,20 +25,18 @@ import logging
 import os
 import signal
 import time
-from typing import Callable
 
 import zmq
 import zmq.asyncio
-from jupyter_client.kernelspec import KernelSpec
-from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete
 from nbformat import NotebookNode
 
 from tapelab.grading import guard as guards
 from tapelab.grading import hidden
+from tapelab.grading.kernels import KernelStartError, SandboxKernelManager
 
-__all__ = ["GuardedClient", "SandboxKernelManager", "KernelStartError", "is_test_cell"]
+__all__ = ["GuardedClient", "is_test_cell"]
 
 MESSAGE_LIMIT = 10_000  # messages per notebook (an honest one sends hundreds): bounds a flood of tiny messages
 INTERRUPT_GRACE = 5.0  # seconds a timed-out execution has to answer the interrupt before the kernel is killed
@@ -45,10 +46,6 @@ HIDDEN_FAILED = ("HiddenTestsFailed", "your answer fails tests on inputs you wer
 _QUIET = logging.getLogger("tapelab.grading.executor.nbclient")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False  # a flood of unknown message types must not flood the grader's stderr
-
-
-class KernelStartError(RuntimeError):
-    """The kernel did not start: an infrastructure fault, never the student's (no student code ran)."""
 
 
 class _Stop(Exception):
@@ -66,26 +63,6 @@ def _error(ename: str, evalue: str, traceback: list[str] | None = None) -> Noteb
 
 def _text(value: object, limit: int = 10_000) -> str:
     return (value if isinstance(value, str) else repr(value))[:limit]
-
-
-class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel command comes from a sandbox Slot, and whose sockets refuse
-    any message frame longer than `max_frame` bytes (ZeroMQ drops that connection instead)."""
-
-    def configure(self, argv: list[str], give: Callable[[str], None], max_frame: int) -> None:
-        self._kernel_spec = KernelSpec(argv=argv, display_name="tapelab sandbox", language="python",
-                                       interrupt_mode="message", env={})
-        self._give = give
-        self.context = zmq.asyncio.Context()
-        self.context.setsockopt(zmq.MAXMSGSIZE, max_frame)
-
-    def client(self, **kw):
-        return super().client(context=self.context, **kw)  # the client's sockets get the same bound
-
-    async def _async_pre_start_kernel(self, **kw):
-        cmd, kw = await super()._async_pre_start_kernel(**kw)
-        self._give(self.connection_file)  # the sandbox uid must read its connection file
-        return cmd, kw
 
 
 class GuardedClient(NotebookClient):
@@ -107,7 +84,17 @@ class GuardedClient(NotebookClient):
         self.hiding = False  # in the hidden phase
         self.facts: dict = {"timed_out": False, "kernel_died": False, "output_limit": False, "flags": [],
                             "stopped_at": None, "hidden_failed": 0, "hidden_timed_out": 0, "hidden_not_run": 0,
-                            "untrusted_checks": 0, "dropped_messages": 0}
+                            "untrusted_checks": 0, "dropped_messages": 0,
+                            "timing": dict.fromkeys(("start", "prologue", "cells", "guard", "hidden", "stop"), 0.0)}
+
+    @contextlib.contextmanager
+    def _clock(self, phase: str):
+        """Add the seconds the block takes to `facts["timing"][phase]`."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.facts["timing"][phase] += time.monotonic() - start
 
     # -- stopping ---------------------------------------------------------------------------------
     def _kill(self) -> None:
@@ -232,7 +219,8 @@ class GuardedClient(NotebookClient):
 
     async def _guard_step(self) -> list[str]:
         """One guard step; what it found and undid (a failed step or a missing report is a finding)."""
-        reply = await self._execute(self.guard.step(), expressions={"tapelab_guard": guards.REPORT_EXPRESSION})
+        with self._clock("guard"):
+            reply = await self._execute(self.guard.step(), expressions={"tapelab_guard": guards.REPORT_EXPRESSION})
         return self.guard.findings(reply)
 
     async def _run_cell(self, cell: NotebookNode, code: str) -> None:
@@ -242,7 +230,8 @@ class GuardedClient(NotebookClient):
             self.replies[self.index] = "ok"
             return
         self.code_cells_executed += 1
-        reply = await self._execute(code, cell)
+        with self._clock("cells"):
+            reply = await self._execute(code, cell)
         cell.execution_count = self.code_cells_executed
         if reply is None:
             self.replies[self.index] = "timed_out"
@@ -272,11 +261,13 @@ class GuardedClient(NotebookClient):
         self.deadline = time.monotonic() + self.notebook_timeout
         try:
             try:
-                await self.async_start_new_kernel(cwd=cwd, env=env)
-                await self.async_start_new_kernel_client()
-                self._open_channels()
+                with self._clock("start"):
+                    await self.async_start_new_kernel(cwd=cwd, env=env)
+                    await self.async_start_new_kernel_client()
+                    self._open_channels()
                 if self.guard is not None:
-                    await self._prologue()
+                    with self._clock("prologue"):
+                        await self._prologue()
             except KernelStartError:
                 raise
             except Exception as error:
@@ -286,7 +277,8 @@ class GuardedClient(NotebookClient):
         except _Stop:
             pass
         finally:  # also when cancelled: the kernel never outlives its run
-            await self._cleanup()
+            with self._clock("stop"):
+                await self._cleanup()
             self.facts["dropped_messages"] = self.dropped
             if self.dropped:
                 self.facts["flags"].append(f"the kernel sent {self.dropped} malformed message(s); they were dropped "
@@ -332,7 +324,8 @@ class GuardedClient(NotebookClient):
             self.index = index
             try:
                 before = await self._guard_step() if self.guard is not None and not stepped else []
-                reply = await self._execute(code)
+                with self._clock("hidden"):
+                    reply = await self._execute(code)
                 after = await self._guard_step() if self.guard is not None else []
             except _Stop:
                 self._hidden_verdict(index, False)

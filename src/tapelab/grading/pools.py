@@ -21,7 +21,8 @@ from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecu
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
-from tapelab.grading.sandbox import SandboxError, environment_problem, probe, release_all
+from tapelab.grading import warm
+from tapelab.grading.sandbox import SandboxError, environment_problem, kernel_start, probe, release_all
 from tapelab.grading.worker import Settings, execute, infra_error
 
 __all__ = ["LocalPool", "run_task"]
@@ -40,6 +41,7 @@ def run_task(task: Task, nb_json: str, settings: Settings) -> dict:
 
 
 def _stop() -> None:
+    warm.stop()  # no kernel is forked from here on; those forked die with the zygote
     release_all()  # kills this worker's kernels and removes their scratch folders
     os._exit(1)
 
@@ -67,6 +69,7 @@ class LocalPool:
     alone, in a pool of one, so only a notebook that kills its worker by itself is blamed for it."""
 
     def __init__(self, jobs: int, task: Task = execute):
+        kernel_start()  # a bad TAPELAB_KERNELS stops the run before anything starts
         self.available = probe()
         problem = environment_problem()
         if problem:

@@ -16,14 +16,17 @@ With root, `unshare`, `setpriv` and `prlimit`, each kernel runs:
 - in a scratch folder that is a tmpfs of its own (bounded bytes and inodes, mode 0700, owned by its
   uid) as cwd and HOME, unmounted when the kernel ends.
 Anything unavailable is reported as off in the run's `protections`; grading still works.
+
+The kernel can start cold (this module's command line: a fresh interpreter that imports everything)
+or warm (`zygote`: forked from a process that imported TensorFlow once). Both paths take the mount
+script (`Slot.mount_script`), the rlimits (`Limits.rlimits`) and the uid from here, so every
+protection above holds alike on both.
 """
 from __future__ import annotations
 
 import fcntl
 import functools
 import os
-import re
-import shlex
 import shutil
 import signal
 import stat
@@ -33,16 +36,16 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Limits", "Sandbox", "SandboxError", "Slot", "environment_problem", "probe", "protections",
-           "release_all", "unavailable"]
+from tapelab.grading.mountview import TEMP_DIRS, ViewError, mount_script
+
+__all__ = ["KERNEL_ARGS", "TEMP_DIRS", "Limits", "Sandbox", "SandboxError", "Slot", "environment_problem",
+           "kernel_start", "probe", "protections", "release_all", "unavailable"]
 
 UID_BASE = 2_000_000_000  # far from real and container-mapped users
 UID_SLOTS = 64
 SCRATCH_ROOT = "/var/tmp/tapelab-sandbox"
-TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # always private, whatever the scan finds
-# File systems that hold no one's files (their writable entries are per process or kernel knobs).
-_VIRTUAL = {"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "bpf",
-            "pstore", "configfs", "fusectl", "binfmt_misc", "efivarfs", "autofs", "rpc_pipefs", "nsfs", "selinuxfs"}
+KERNEL_ARGS = ("-m", "ipykernel_launcher", "-f", "{connection_file}")  # after the interpreter, on both paths
+KERNELS_VARIABLE = "TAPELAB_KERNELS"  # "cold" forces the cold start (for comparison); "warm", the default
 
 
 class SandboxError(ValueError):
@@ -60,6 +63,20 @@ class Limits:
     scratch_bytes: int = 256 * 1024**2
     scratch_inodes: int = 16_384
 
+    def rlimits(self) -> dict[str, int]:
+        """Each rlimit by its name (RLIMIT_<name>, prlimit's --<name>), soft and hard alike."""
+        return {"AS": self.memory_bytes, "CPU": self.cpu_seconds, "FSIZE": self.file_bytes,
+                "NPROC": self.processes, "CORE": 0}
+
+
+def kernel_start() -> str:
+    """How kernels should start, from TAPELAB_KERNELS: "warm" (the default) or "cold"."""
+    wanted = os.environ.get(KERNELS_VARIABLE, "warm").strip().lower() or "warm"
+    if wanted not in ("warm", "cold"):
+        raise SandboxError(f"{KERNELS_VARIABLE}={wanted!r} is neither `warm` nor `cold`: unset it (warm kernels "
+                           "where the sandbox allows them) or set it to `cold`")
+    return wanted
+
 
 @dataclass(frozen=True)
 class Sandbox:
@@ -70,6 +87,12 @@ class Sandbox:
     hide: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     scratch_root: str = SCRATCH_ROOT
+    kernels: str = field(default_factory=kernel_start)  # "warm": where probe()["warm"] allows it; or "cold"
+
+    @property
+    def warm(self) -> bool:
+        """Whether kernels may start warm: asked for, and with every protection on (never with fewer)."""
+        return self.kernels == "warm" and self.isolate and self.rlimits
 
 
 _UNSHARE = ["unshare", "--net", "--ipc", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc",
@@ -81,7 +104,7 @@ def probe() -> dict[str, str]:
     """Which isolation tools work here: name -> "" when available, else why not."""
     missing = {}
     if not sys.platform.startswith("linux"):
-        return {k: f"not Linux ({sys.platform})" for k in ("namespaces", "user", "rlimits")}
+        return {k: f"not Linux ({sys.platform})" for k in ("namespaces", "user", "rlimits", "warm")}
     tools = {t: shutil.which(t) for t in ("unshare", "setpriv", "prlimit", "mount")}
     if os.geteuid() != 0:
         missing["namespaces"] = "not running as root"
@@ -97,7 +120,17 @@ def probe() -> dict[str, str]:
         missing["user"] = "`setpriv` not found (util-linux)"
     if not tools["prlimit"]:
         missing["rlimits"] = "`prlimit` not found (util-linux)"
-    return {k: missing.get(k, "") for k in ("namespaces", "user", "rlimits")}
+    missing["warm"] = missing.get("namespaces") or missing.get("user") or missing.get("rlimits") or _warm_problem()
+    return {k: missing.get(k, "") for k in ("namespaces", "user", "rlimits", "warm")}
+
+
+def _warm_problem() -> str:
+    """Why kernels cannot be forked from a zygote here ("" when they can): it needs pidfds (Linux 5.3)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as error:
+        return f"no pidfd_open on this system ({error})"
+    return ""
 
 
 def unavailable(sandbox: Sandbox) -> list[str]:
@@ -136,7 +169,19 @@ def protections(sandbox: Sandbox, why: dict[str, str] | None = None) -> dict[str
         "scratch": entry(True, "fresh empty working folder per submission, deleted afterwards", ""),
         "output": entry(True, "output bytes counted as they arrive; kernel stopped past the limit", ""),
         "time": entry(True, "per-cell and per-notebook timeouts", ""),
+        "kernel start": _start_entry(sandbox, why),
     }
+
+
+def _start_entry(sandbox: Sandbox, why: dict[str, str]) -> dict[str, object]:
+    """Which path starts the kernels; either keeps every protection above, so it is always "on"."""
+    if sandbox.warm and not why.get("warm", "not probed"):
+        return {"on": True, "path": "warm", "how": "warm: forked from a zygote per worker process that imported "
+                "TensorFlow, Keras, NumPy, matplotlib and ipykernel and ran no op, then isolated as above before "
+                "any student code; a submission whose warm start fails is started cold"}
+    because = (f"{KERNELS_VARIABLE}=cold" if sandbox.kernels == "cold" else
+               "the sandbox is not fully on" if not (sandbox.isolate and sandbox.rlimits) else why.get("warm"))
+    return {"on": True, "path": "cold", "how": f"cold: a fresh interpreter per kernel ({because})"}
 
 
 # -- what the kernel needs, and what must not be shared ------------------------------------------------
@@ -183,99 +228,6 @@ def _unusable(item: str, path: str, executable: bool) -> str:
                 f"(mode {stat.filemode(mode)}), so a student could plant modules there: run `chmod o-w {path}`, "
                 "then grade again")
     return ""
-
-
-def _mounts() -> list[tuple[str, str]]:
-    """(mount point, file system type) of every mount this process sees."""
-    found = []
-    with open("/proc/self/mountinfo", "rb") as table:
-        for line in table:
-            left, right = line.split(b" - ", 1)
-            point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), left.split()[4])
-            found.append((os.fsdecode(point), right.split()[0].decode()))
-    return found
-
-
-@functools.lru_cache(maxsize=None)
-def _shared_writable(extra: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(directories, other files) that every user may write, on the real file systems and in `extra`.
-
-    Folders others cannot enter are skipped: nothing in them is reachable, except what `extra` holds."""
-    starts = sorted({p for p, fstype in _mounts() if fstype not in _VIRTUAL and os.path.isdir(p)} | set(extra))
-    found = subprocess.run(["find", *starts, "-xdev", "(", "-type", "d", "!", "-perm", "-0001", "-prune", ")",
-                            "-o", "-perm", "-0002", "(", "-type", "d", "-printf", "d%p\\0", "-o", "-type", "f,p,s",
-                            "-printf", "f%p\\0", ")"], capture_output=True).stdout
-    items = {os.fsdecode(item) for item in found.split(b"\0") if item}
-    return (tuple(sorted(i[1:] for i in items if i[0] == "d")), tuple(sorted(i[1:] for i in items if i[0] == "f")))
-
-
-# -- the kernel's mount namespace ----------------------------------------------------------------------
-def _ancestors(path: str) -> list[str]:
-    """Every folder above `path`, nearest first, without /."""
-    return [str(p) for p in Path(path).parents if str(p) != "/"]
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _covers(hide: tuple[str, ...], needed: list[str]) -> tuple[dict[str, int], set[str]]:
-    """(folder -> mode of the empty folder shown there, files to show as /dev/null)."""
-    closed = {f for n in needed for f in _ancestors(n) if not os.stat(f).st_mode & stat.S_IXOTH}
-    behind = tuple(n for n in needed if os.path.isdir(n) and any(_inside(n, c) for c in closed))
-    dirs, files = _shared_writable(behind)  # what is behind closed folders is not reached by the scan
-    covers = {os.path.realpath(p): 0o1777 for p in [*TEMP_DIRS, *dirs] if os.path.isdir(p)}
-    nulls = set(files)
-    for path in map(os.path.realpath, hide):
-        if os.path.isdir(path):
-            covers.setdefault(path, 0o711 if any(_inside(n, path) for n in needed) else 0)
-        elif os.path.exists(path):
-            nulls.add(path)
-    for folder in closed:  # others cannot enter: show only the way to what the kernel needs
-        covers.setdefault(folder, 0o711)
-    return {p: m for p, m in covers.items() if p not in needed}, nulls - set(needed)
-
-
-def _staging(covers: dict[str, int], needed: list[str]) -> str:
-    """A folder the kernel does not need, with no needed path in it or above it and no cover above it:
-    the private tmpfs is mounted there first, holds the needed paths while the covers go up, and is
-    itself covered last."""
-    for place in map(os.path.realpath, (*TEMP_DIRS, "/run")):
-        if os.path.isdir(place) and not any(_inside(n, place) or _inside(place, n) for n in needed) \
-                and not any(_inside(place, c) for c in covers if c != place):
-            return place
-    raise SandboxError(f"the sandbox needs one of {', '.join(TEMP_DIRS)} or /run to hold no part of the Python "
-                       f"environment ({', '.join(needed)}): move the checkout and its .venv elsewhere")
-
-
-def _mount_script(hide: tuple[str, ...], limits: Limits, needed: list[str]) -> str:
-    """Shell commands, run as root inside the new mount namespace, that build the kernel's view."""
-    covers, nulls = _covers(hide, needed)
-    stage = _staging(covers, needed)
-    covers.setdefault(stage, 0o755)  # /run, when no temp folder would do: shown empty
-    q = shlex.quote
-    head = ["set -e", f"mount -t tmpfs -o size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=0755,"
-            f"nosuid,nodev tapelab-private {q(stage)}", f"mkdir -m 0700 {q(stage)}/.stage"]
-    body, tail, done = [], [], {}  # done: path -> "cover" | "needed", for the paths handled so far
-    for n, path in enumerate(sorted({*covers, *needed, *nulls}, key=lambda p: Path(p).parts)):
-        above = next((a for a in _ancestors(path) if a in done), None)
-        hidden = done.get(above) == "cover"
-        if path in covers:
-            if not hidden:  # (a cover in a cover is already hidden, and only shows the way to needed paths)
-                done[path] = "cover"
-                head.append(f"mkdir -m {covers[path]:o} {q(stage)}/{n}")
-                (tail if path == stage else body).append(f"mount --bind {q(stage)}/{n} {q(path)}")
-        elif path in needed:
-            done[path] = "needed"
-            if hidden:  # bring it back at its own path, through empty folders
-                point = (lambda p: f"mkdir -m 0700 {q(p)}") if os.path.isdir(path) else (lambda p: f": > {q(p)}")
-                head += [point(f"{stage}/.stage/{n}"), f"mount --rbind {q(path)} {q(stage)}/.stage/{n}"]
-                body += [f"[ -d {q(f)} ] || mkdir -m 0711 {q(f)}" for f in reversed(_ancestors(path))
-                         if f != above and _inside(f, above)]
-                body += [point(path), f"mount --move {q(stage)}/.stage/{n} {q(path)}"]
-        elif not hidden:
-            body.append(f"mount --bind /dev/null {q(path)}")
-    return "\n".join([*head, *body, *tail, 'exec "$@"'])
 
 
 # -- slots ---------------------------------------------------------------------------------------------
@@ -336,22 +288,30 @@ class Slot:
             return
         raise RuntimeError(f"all {UID_SLOTS} sandbox uids are busy")
 
+    def mount_script(self, python: str) -> str:
+        """The shell script, run as root in the kernel's new mount namespace, that builds its view of the
+        host; it ends with `exec "$@"` (the cold path's next wrapper, or `true` on the warm path)."""
+        needed = [*_environment(python)[0], os.path.realpath(self.scratch)]
+        lim = self.sandbox.limits
+        try:
+            return mount_script(self.sandbox.hide, needed, lim.tmp_bytes, lim.tmp_inodes)
+        except ViewError as error:
+            raise SandboxError(str(error)) from None
+
     def argv(self, python: str) -> list[str]:
-        """The kernel's command line: isolation wrappers, then ipykernel."""
-        sb, lim = self.sandbox, self.sandbox.limits
+        """The cold kernel's command line: isolation wrappers, then ipykernel."""
+        sb = self.sandbox
         prefix: list[str] = []
         if sb.isolate:
-            needed = [*_environment(python)[0], os.path.realpath(self.scratch)]
             # The parent-death signal makes `unshare` die with the worker; --kill-child takes the kernel along.
-            prefix += ["setpriv", "--pdeathsig=KILL", "--", *_UNSHARE, "/bin/sh", "-c",
-                       _mount_script(sb.hide, lim, needed), "tapelab-sandbox"]
+            prefix += ["setpriv", "--pdeathsig=KILL", "--", *_UNSHARE, "/bin/sh", "-c", self.mount_script(python),
+                       "tapelab-sandbox"]
         if sb.rlimits:
-            prefix += ["prlimit", f"--as={lim.memory_bytes}", f"--cpu={lim.cpu_seconds}",
-                       f"--fsize={lim.file_bytes}", f"--nproc={lim.processes}", "--core=0", "--"]
+            prefix += ["prlimit", *(f"--{name.lower()}={value}" for name, value in sb.limits.rlimits().items()), "--"]
         if sb.isolate:
             prefix += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                        "--no-new-privs", "--pdeathsig=KILL", "--"]
-        return prefix + [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        return prefix + [python, *KERNEL_ARGS]
 
     def give(self, path: Path) -> None:
         """Hand a file the kernel must read (its connection file) to the sandbox uid."""

@@ -9,6 +9,11 @@ retried a bounded number of times with backoff, then reported. A run that stops 
 hidden tests of its passed checks run in a replay (see `_replay`). `execute` never raises: any
 unexpected exception becomes `infra_error` naming it, and it returns within the notebook timeout
 plus `GRACE` seconds whatever the kernel does.
+
+Kernels start warm where the sandbox allows it (`Sandbox.warm`, `probe()["warm"]`): forked from this
+worker process's zygote (`warm`), which paid the TensorFlow import once. A warm start that fails
+(before any student code) is retried at once as a cold start, never with less protection; the result
+says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so does a line on stderr.
 """
 from __future__ import annotations
 
@@ -25,9 +30,10 @@ from pathlib import Path
 
 import nbformat
 
-from tapelab.grading import guard
-from tapelab.grading.executor import GuardedClient, KernelStartError, SandboxKernelManager
-from tapelab.grading.sandbox import Sandbox, Slot, unavailable
+from tapelab.grading import guard, warm
+from tapelab.grading.executor import GuardedClient
+from tapelab.grading.kernels import KernelStartError, SandboxKernelManager
+from tapelab.grading.sandbox import KERNEL_ARGS, Sandbox, Slot, probe, unavailable
 
 __all__ = ["Settings", "execute", "kernel_sys_path", "infra_error"]
 
@@ -77,12 +83,20 @@ def kernel_env(scratch: Path, python: str) -> dict[str, str]:
     }
 
 
-async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int) -> tuple[GuardedClient, int | None]:
-    """Run `nb` in a fresh sandbox slot within `timeout` seconds; the client (its kernel stopped) and the uid."""
+async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
+                   kernel: str) -> tuple[GuardedClient, int | None]:
+    """Run `nb` in a fresh sandbox slot within `timeout` seconds, in a `kernel` ("warm" or "cold") kernel;
+    the client (its kernel stopped) and the uid."""
+    clock = time.monotonic()
     slot = Slot(settings.sandbox)
+    seconds, client = time.monotonic() - clock, None
     try:
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
-        km.configure(slot.argv(sys.executable), slot.give, max_frame=max(settings.output_limit, 1 << 20))
+        max_frame = max(settings.output_limit, 1 << 20)
+        if kernel == "warm":
+            km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=warm.provisioner(slot))
+        else:
+            km.configure(slot.argv(sys.executable), slot.give, max_frame)
         session = None
         if settings.restore_imports is not None:
             session = guard.Session(list(settings.restore_imports), list(kernel_sys_path()))
@@ -91,10 +105,13 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int) 
         await client.run(cwd=str(slot.scratch), env=kernel_env(slot.scratch, sys.executable))
         return client, slot.uid
     finally:
+        clock = time.monotonic()
         slot.release()
+        if client is not None:  # making and removing the uid's scratch folder
+            client.facts["timing"]["slot"] = seconds + time.monotonic() - clock
 
 
-async def _replay(nb_json: str, settings: Settings, client: GuardedClient, bound: float) -> None:
+async def _replay(nb_json: str, settings: Settings, client: GuardedClient, bound: float, kernel: str) -> None:
     """The hidden tests of checks that passed before the run stopped (a later cell died, flooded or
     ran out of time): a fresh kernel replays the cells before the stop, then those hidden tests.
     Nothing of the replay is kept but those verdicts, so no output follows hidden-test source."""
@@ -108,15 +125,16 @@ async def _replay(nb_json: str, settings: Settings, client: GuardedClient, bound
         return
     prefix = nbformat.reads(nb_json, as_version=4)
     prefix.cells = prefix.cells[: client.facts["stopped_at"]]
-    replay, _ = await _in_slot(prefix, settings, budget)
+    replay, _ = await _in_slot(prefix, settings, budget, kernel)
     client.adopt(replay, unchecked)
     client.facts["flags"].append(f"the hidden tests of {len(unchecked)} check(s) passed before the stop ran in a "
                                  "replay of the cells before it (its outputs discarded)")
 
 
-async def _run_once(nb_json: str, settings: Settings, bound: float) -> tuple[nbformat.NotebookNode, dict]:
-    client, uid = await _in_slot(nbformat.reads(nb_json, as_version=4), settings, settings.notebook_timeout)
-    await _replay(nb_json, settings, client, bound)
+async def _run_once(nb_json: str, settings: Settings, bound: float,
+                    kernel: str) -> tuple[nbformat.NotebookNode, dict]:
+    client, uid = await _in_slot(nbformat.reads(nb_json, as_version=4), settings, settings.notebook_timeout, kernel)
+    await _replay(nb_json, settings, client, bound, kernel)
     client.mark_not_run()
     facts = dict(client.facts)
     facts["replies"] = {str(k): v for k, v in client.replies.items()}
@@ -146,22 +164,30 @@ def _execute(nb_json: str, settings: Settings, start: float) -> dict:
         return infra_error(f"worker {worker_name()} cannot apply this run's protections ({'; '.join(missing)}): "
                            "run every worker as root on Linux with util-linux (unshare, setpriv, prlimit)")
     bound = start + settings.notebook_timeout + GRACE
-    error = ""
-    for attempt in range(START_ATTEMPTS):
+    kernel = "warm" if settings.sandbox.warm and not probe()["warm"] else "cold"
+    error, warm_failed = "", None
+    for attempt in range(START_ATTEMPTS + (kernel == "warm")):
         if time.monotonic() >= bound:
             break
         try:
-            executed, facts = asyncio.run(asyncio.wait_for(_run_once(nb_json, settings, bound),
+            executed, facts = asyncio.run(asyncio.wait_for(_run_once(nb_json, settings, bound, kernel),
                                                            bound - time.monotonic()))
         except KernelStartError as failure:
             error = str(failure)
+            if kernel == "warm":  # the same sandbox, started cold: never less protection
+                kernel, warm_failed = "cold", error
+                print(f"tapelab grade: warning: worker {worker_name()}: a warm kernel did not start ({error[:500]}); "
+                      "this notebook runs in a cold kernel", file=sys.stderr, flush=True)
+                continue
             time.sleep(min(2 ** attempt, max(0.0, bound - time.monotonic())))
             continue
         except asyncio.TimeoutError:
             return infra_error(f"the execution did not end within {settings.notebook_timeout + GRACE} s (the "
                                "grader's own time bound; the kernel was killed): rerun `tapelab grade`",
                                time.monotonic() - start, attempt + 1)
-        facts["attempts"] = attempt + 1
+        facts.update(attempts=attempt + 1, kernel=kernel)
+        if warm_failed is not None:
+            facts["warm_failed"] = warm_failed
         return {"nb": nbformat.writes(executed), "facts": facts, "seconds": time.monotonic() - start,
                 "worker": worker_name()}
     return infra_error(error, time.monotonic() - start, attempt + 1)
