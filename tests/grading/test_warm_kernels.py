@@ -40,6 +40,11 @@ def attempt(action):
         return f"OPEN {action()!r:.40}"
     except Exception as error:
         return f"BLOCKED {type(error).__name__}"
+def link(path):
+    try:
+        return os.readlink(path)
+    except OSError:  # the folder listing's own descriptor, closed since
+        return ""
 facts = {
     "fresh_tf": None if context is None else context._context is None,
     "env": dict(os.environ), "path": sys.path, "argv": sys.argv, "cwd": os.getcwd(), "umask": os.umask(0o022),
@@ -52,6 +57,7 @@ facts = {
     "limits": {n: resource.getrlimit(getattr(resource, f"RLIMIT_{n}")) for n in ("AS", "CPU", "FSIZE", "NPROC", "CORE")},
     "mounts": [(l.split()[4], l.split(" - ")[1].split()[0]) for l in open("/proc/self/mountinfo")],
     "stdin": os.readlink("/proc/self/fd/0").split(":")[0],
+    "fds": sorted({link(f"/proc/self/fd/{fd}").split(":[")[0] for fd in os.listdir("/proc/self/fd")} - {""}),
     "hidden": attempt(lambda: os.listdir(HIDDEN)), "hidden_file": attempt(lambda: open(SECRET_FILE).read()),
     "tcp": attempt(lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3)),
     "write_packages": attempt(lambda: open(os.path.join(sys.prefix, "tapelab-warm-evil"), "w")),
@@ -78,9 +84,10 @@ while time.time() - start < {wait}:
     seen += [p for p in (os.getcwd(), "/tmp", "/dev/shm") if os.path.exists(os.path.join(p, "tapelab-{other}"))]
     time.sleep(0.3)
 variables = [v.name for v in gc.get_objects() if isinstance(v, tf.Variable)]
+scratches = sorted({{l.split()[4] for l in open("/proc/self/mountinfo") if "/tapelab-sandbox/" in l.split()[4]}})
 print("TWIN " + json.dumps({{"fresh": fresh, "marked_before": marked_before, "numbers": numbers, "seen": seen,
                              "procs": sorted(procs), "variables": variables, "start": start, "end": time.time(),
-                             "cwd": os.getcwd(), "mark": json.tapelab_mark}}))
+                             "cwd": os.getcwd(), "mark": json.tapelab_mark, "scratches": scratches}}))
 '''
 
 
@@ -123,10 +130,12 @@ def probes(zygote, tmp_path_factory):
     listener.listen(1)
     code = (PROBE.replace("SECRET_FILE", repr(str(hidden / "answers.txt"))).replace("HIDDEN", repr(str(hidden)))
             .replace("PORT", str(listener.getsockname()[1])))
+    bystander = Slot(Sandbox(isolate=True, rlimits=True))  # another kernel's scratch tmpfs, on the host
     try:
         results = {kind: worker.execute(_notebook(code), _settings(kind, hide=(str(hidden),)))
                    for kind in ("warm", "cold")}
     finally:
+        bystander.release()
         listener.close()
         shutil.rmtree(hidden)
     for kind, result in results.items():
@@ -135,21 +144,19 @@ def probes(zygote, tmp_path_factory):
 
 
 def _same_shape(facts: dict) -> dict:
-    """What must be equal between kernels: the kernel's own scratch folder and the slot's uids normalised.
-
-    Other kernels' scratch tmpfs, mounted on the host while this kernel started (tests in other workers
-    run kernels too), are copied into its mount namespace under the covered /var/tmp: left out here."""
-    own = facts["cwd"]
-    others = [m for m in facts["mounts"] if m[0].startswith("/var/tmp/tapelab-sandbox/kernel-") and m[0] != own]
-    facts = {**facts, "mounts": [m for m in facts["mounts"] if m not in others]}
-    text = json.dumps(facts).replace(own, "SCRATCH")
+    """What must be equal between kernels: the kernel's own scratch folder and the slot's uids normalised
+    (the mount tables hold no other kernel's scratch folder: see the twins)."""
+    text = json.dumps(facts).replace(facts["cwd"], "SCRATCH")
     return {k: v for k, v in json.loads(text).items() if k not in ("ids", "ns", "fresh_tf")}
 
 
 def test_a_warm_kernel_is_isolated_exactly_as_a_cold_one(probes):
-    """Does a warm kernel see the same environment, paths, limits, capabilities, mounts and hidden folders
-    as a cold one, and is each in new mount, network, IPC and PID namespaces as the slot's uid?"""
+    """Does a warm kernel see the same environment, paths, limits, capabilities, mounts, descriptors and
+    hidden folders as a cold one, and is each in new mount, network, IPC and PID namespaces as the slot's
+    uid, with no descriptor on the grader's terminal or files?"""
     assert _same_shape(probes["warm"]) == _same_shape(probes["cold"])
+    for facts in probes.values():  # another kernel's scratch folder was mounted on the host meanwhile
+        assert {p for p, _ in facts["mounts"] if "/tapelab-sandbox/" in p} == {facts["cwd"]}, facts["mounts"]
     here = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("mnt", "net", "ipc", "pid", "uts")}
     for facts in probes.values():
         assert {n for n in here if facts["ns"][n] != here[n]} == {"mnt", "net", "ipc", "pid"}, facts["ns"]
@@ -159,6 +166,8 @@ def test_a_warm_kernel_is_isolated_exactly_as_a_cold_one(probes):
         assert facts["hidden"].startswith("BLOCKED") and facts["hidden_file"].startswith("BLOCKED")
         assert facts["tcp"].startswith("BLOCKED") and facts["write_packages"].startswith("BLOCKED")
         assert "TAPELAB_TEST_SECRET" not in facts["env"]
+        # no descriptor on a file or terminal of the grader: fds 1 and 2 on /dev/null, not the worker's own
+        assert "/dev/null" in facts["fds"] and set(facts["fds"]) <= {"/dev/null", "anon_inode", "pipe", "socket"}
 
 
 def test_a_warm_kernel_starts_with_a_fresh_tensorflow_context(probes):
@@ -189,7 +198,8 @@ def twins(zygote):
 
 def test_two_children_of_one_zygote_cannot_see_each_others_state(twins):
     """While two warm kernels run at once, does either see the other's module global, files (its scratch
-    folder, /tmp, /dev/shm), processes or TensorFlow variables, and does each start with a fresh eager context?"""
+    folder, /tmp, /dev/shm), processes or TensorFlow variables, or hold the other's scratch tmpfs in its
+    mount namespace (even covered), and does each start with a fresh eager context?"""
     ann, bob = twins["ann"], twins["bob"]
     assert ann["start"] < bob["end"] and bob["start"] < ann["end"], "the kernels did not overlap"
     assert ann["cwd"] != bob["cwd"]
@@ -197,6 +207,7 @@ def test_two_children_of_one_zygote_cannot_see_each_others_state(twins):
         assert facts["fresh"] and not facts["marked_before"] and facts["mark"] == me
         assert facts["seen"] == [] and facts["procs"] == ["1"]
         assert facts["variables"] == [f"{me}_variable:0"], facts["variables"]
+        assert facts["scratches"] == [facts["cwd"]], facts["scratches"]
 
 
 def test_each_child_draws_its_own_random_numbers(twins, zygote):
@@ -366,11 +377,14 @@ def both_ways(tmp_path_factory):
 
 def test_scores_warm_equal_cold_on_every_graded_cell(both_ways):
     """Does every graded cell of the fixture class score the same warm as cold, with the same statuses, and
-    does each report say which path ran?"""
+    does each report say which path ran, in its protections and in every executed submission's entry?"""
     (warm_course, warm_report, warm_err), (cold_course, cold_report, _) = both_ways["warm"], both_ways["cold"]
     assert warm_report["protections"]["kernel start"]["path"] == "warm", warm_report["protections"]
     assert cold_report["protections"]["kernel start"]["path"] == "cold"
     assert "a warm kernel did not start" not in warm_err
+    for kind, (_, report, _) in both_ways.items():  # and each executed submission's entry, which ran it
+        executed = [e for e in report["submissions"] if "worker" in e and e["status"] != "infra_error"]
+        assert executed and {e["kernel"] for e in executed} == {kind}, executed
     statuses = {kind: sorted((e["student"], e["notebook"], e["status"], e["score"]) for e in report["submissions"])
                 for kind, (_, report, _) in both_ways.items()}
     assert statuses["warm"] == statuses["cold"]

@@ -48,6 +48,7 @@ class Course:
     known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
     lock: object = None  # the open lock file, held while this process grades here
     notes: list[str] = field(default_factory=list)  # what opening the folder did that the instructor should know
+    exporter: object = field(default=None, repr=False, compare=False)  # feedback pages' (handback.feedback_exporter)
 
     def close(self) -> None:
         """Let another `tapelab grade` work in this folder."""

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import time
 
 import zmq
@@ -262,7 +263,10 @@ class GuardedClient(NotebookClient):
         try:
             try:
                 with self._clock("start"):
-                    await self.async_start_new_kernel(cwd=cwd, env=env)
+                    # No terminal for the kernel: what it writes to its own fds 1 and 2 goes nowhere (as a
+                    # warm kernel's, forked from a zygote holding /dev/null), not to the instructor's screen.
+                    await self.async_start_new_kernel(cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                                      stderr=subprocess.DEVNULL)
                     await self.async_start_new_kernel_client()
                     self._open_channels()
                 if self.guard is not None:

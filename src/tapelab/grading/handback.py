@@ -301,27 +301,29 @@ def configure_feedback(c: Config) -> Config:
 
 
 def feedback_exporter(course: Course):
-    """The exporter nbgrader's GenerateFeedback builds, from the course config with `configure_feedback`
-    (reusable across pages, as nbgrader's converter uses it)."""
+    """The exporter nbgrader's GenerateFeedback builds, from the course config with `configure_feedback`:
+    one per opened course, built on first use and reused for every page (as nbgrader's converter uses
+    it), so its templates are compiled once per run, not once per page."""
     from nbgrader.converters import GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
 
-    config = configure_feedback(copy.deepcopy(course.config))
-    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
-    exporter = converter.exporter_class(parent=converter, config=converter.config)
-    for preprocessor in converter.preprocessors:
-        exporter.register_preprocessor(preprocessor)
-    return exporter
+    if course.exporter is None:
+        config = configure_feedback(copy.deepcopy(course.config))
+        converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+        exporter = converter.exporter_class(parent=converter, config=converter.config)
+        for preprocessor in converter.preprocessors:
+            exporter.register_preprocessor(preprocessor)
+        course.exporter = exporter
+    return course.exporter
 
 
-def write_feedback(course: Course, student: str, assignment: str, notebook: str, exporter=None) -> Path:
-    """Render feedback/<student>/<assignment>/<notebook>.html from the autograded notebook (with
-    `exporter`, from `feedback_exporter`, when many pages are rendered)."""
+def write_feedback(course: Course, student: str, assignment: str, notebook: str) -> Path:
+    """Render feedback/<student>/<assignment>/<notebook>.html from the autograded notebook."""
     nb = nbformat.read(course.path("autograded", student, assignment, notebook), as_version=4)
     resources = {"nbgrader": {"student": student, "assignment": assignment, "notebook": notebook,
                               "db_url": course.db_url}, "unique_key": notebook,
                  "output_files_dir": f"{notebook}_files"}
-    page, _ = (exporter or feedback_exporter(course)).from_notebook_node(nb, resources=resources)
+    page, _ = feedback_exporter(course).from_notebook_node(nb, resources=resources)
     target = course.path("feedback", student, assignment, notebook, ext=".html")
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, page)

@@ -90,13 +90,22 @@ def _staging(covers: dict[str, int], needed: list[str]) -> str:
                        f"environment ({', '.join(needed)}): move the checkout and its .venv elsewhere")
 
 
-def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_inodes: int) -> str:
-    """Shell commands, run as root inside the new mount namespace, that build the kernel's view."""
+def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_inodes: int,
+                 siblings: str) -> str:
+    """Shell commands, run as root inside the new mount namespace, that build the kernel's view.
+
+    Mounts whose point starts with `siblings` (other kernels' scratch folders, copied from the host
+    with the rest) and that are not needed are unmounted first: a kernel's namespace holds no other
+    kernel's files, not even under a cover, and does not keep them alive after that kernel ends."""
     covers, nulls = _covers(hide, needed)
     stage = _staging(covers, needed)
     covers.setdefault(stage, 0o755)  # /run, when no temp folder would do: shown empty
     q = shlex.quote
-    head = ["set -e", f"mount -t tmpfs -o size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755,"
+    keep = "\n".join(n for n in needed if _inside(n, os.path.dirname(siblings)))
+    drop = (f"awk -v s={q(siblings)} -v keep={q(keep)} 'BEGIN {{n = split(keep, k, \"\\n\"); for (i = 1; i <= n; "
+            "i++) mine[k[i]] = 1} index($5, s) == 1 && !($5 in mine) {print $5}' /proc/self/mountinfo"
+            " | while read -r point; do umount -l \"$point\" || exit 1; done")
+    head = ["set -e", drop, f"mount -t tmpfs -o size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755,"
             f"nosuid,nodev tapelab-private {q(stage)}", f"mkdir -m 0700 {q(stage)}/.stage"]
     body, tail, done = [], [], {}  # done: path -> "cover" | "needed", for the paths handled so far
     for n, path in enumerate(sorted({*covers, *needed, *nulls}, key=lambda p: Path(p).parts)):

@@ -220,7 +220,7 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
     stored, note = _load_state(state_path)
     if note:
         done.notes.append(note)
-    renderer, exporter, digests = _renderer(), None, ({} if only is None else dict(stored))
+    renderer, digests = _renderer(), ({} if only is None else dict(stored))
     for page in _pages(course, only):
         key = State.key(page.student, page.assignment, page.notebook)
         source = course.path("autograded", page.student, page.assignment, page.notebook)
@@ -241,8 +241,7 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
             done.unchanged.append(key)
         else:
             try:
-                exporter = exporter or handback.feedback_exporter(course)
-                done.paths.append(handback.write_feedback(course, *page[:3], exporter=exporter))
+                done.paths.append(handback.write_feedback(course, *page[:3]))
             except Exception as error:  # a notebook nbformat or the template cannot take: that page only
                 done.failed.append(Failure(*page[:3], f"{target} was not rendered from {source} "
                                            f"({type(error).__name__}: {str(error)[:300]}): regrade the submission "

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from tapelab.grading import derived, finalize, guard, lateness, sanitize
+from tapelab.grading import derived, finalize, guard, insight_html, lateness, sanitize
 from tapelab.grading.course import Course, open_course
 from tapelab.grading.gradebook import redact
 from tapelab.grading.inputs import Candidate, InputError, discover
@@ -215,7 +215,7 @@ class Coordinator(Outcomes):
         flags = flags + facts.get("flags", [])
         if executed is None:
             entry = entry_of(cand, "infra_error", f"not executed: {facts.get('infra_error')}", flags,
-                           hash=digest, regraded=True, worker=result.get("worker"))
+                           hash=digest, regraded=True, worker=result.get("worker"), kernel=facts.get("kernel"))
             self._complete(key, entry)
             return entry
         status, reason = ("tampered" if prepared.tampered else "graded"), "; ".join(prepared.flags)
@@ -238,7 +238,8 @@ class Coordinator(Outcomes):
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)
         entry = entry_of(cand, status, reason, flags, score, max_score, hash=digest, seconds=seconds, regraded=True,
-                         worker=result.get("worker"), graded_hashes=self._graded_hashes(key, digest))
+                         worker=result.get("worker"), kernel=facts.get("kernel"),  # "warm" or "cold"
+                         graded_hashes=self._graded_hashes(key, digest))
         self._complete(key, entry)
         return entry
 
@@ -318,12 +319,16 @@ class Coordinator(Outcomes):
         self.in_flight[id(cand)] = (cand, prepared)
 
     def _execute_all(self) -> None:
+        plotting = False  # the report's plotting modules, loaded while the last notebooks run
         while self.queue or self.in_flight:
             while self.queue and len(self.in_flight) < self.pool.capacity:
                 self._start(self.queue[0])
                 self.queue.pop(0)
             if not self.in_flight:
                 continue
+            if not self.queue and not plotting:
+                insight_html.load_plotting()
+                plotting = True
             if not len(self.pool):
                 self._give_up("the worker pool ended its executions without a result")
                 continue

@@ -294,7 +294,8 @@ class Slot:
         needed = [*_environment(python)[0], os.path.realpath(self.scratch)]
         lim = self.sandbox.limits
         try:
-            return mount_script(self.sandbox.hide, needed, lim.tmp_bytes, lim.tmp_inodes)
+            return mount_script(self.sandbox.hide, needed, lim.tmp_bytes, lim.tmp_inodes,
+                                f"{os.path.realpath(self.sandbox.scratch_root)}/kernel-")
         except ViewError as error:
             raise SandboxError(str(error)) from None
 

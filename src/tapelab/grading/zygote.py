@@ -233,15 +233,11 @@ def _spawn(request: dict) -> dict:
     status_read, status_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 70
-        try:
+        def middle() -> int:
             os.close(status_read)
             _state["control"].close()
-            code = _middle(request, status_write)
-        except BaseException:
-            _say(status_write, traceback.format_exc(limit=-3))
-        finally:
-            os._exit(code)
+            return _middle(request, status_write)
+        _child(middle, status_write)
     os.close(status_write)
     status = _read_until_closed(status_read, SETUP_SECONDS)
     os.close(status_read)
@@ -251,6 +247,18 @@ def _spawn(request: dict) -> dict:
     _reap(pid)
     return {"error": "the kernel could not be isolated: " + (status.decode(errors="replace").strip()
                                                              or "its process ended first")}
+
+
+def _child(body, status: int) -> None:
+    """A forked child's whole life: `body()`, then exit with its code (70 and the traceback, written to
+    `status`, when it raised); never returns into the parent's code."""
+    code = 70
+    try:
+        code = body()
+    except BaseException:
+        _say(status, traceback.format_exc(limit=-3))
+    finally:
+        os._exit(code)
 
 
 def _say(fd: int, text: str) -> None:
@@ -271,13 +279,7 @@ def _middle(request: dict, status: int) -> int:
     _mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
     kernel = os.fork()
     if kernel == 0:
-        code = 70
-        try:
-            code = _kernel(request, status)
-        except BaseException:
-            _say(status, traceback.format_exc(limit=-3))
-        finally:
-            os._exit(code)
+        _child(lambda: _kernel(request, status), status)
     os.close(status)
     code = _reap(kernel)
     if code < 0:  # killed by a signal: die of the same one
