@@ -12,11 +12,8 @@ guard.Session), which runs before the first notebook cell. `_install` then
     `Cls.attr = value` raises no audit event, so every other class patch is found by comparing the
     classes with their snapshot, which each check and each step does),
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n); it restores
-    everything, re-imports tapelab fresh (new modules, executed from the code objects compiled
-    from disk on each module's first import: code objects are immutable, and only the closure
-    holds them), re-runs
-    the trusted imports in the user namespace and reports what it found, authenticated with
-    HMAC(secret, report),
+    everything, re-imports tapelab fresh from disk, re-runs the trusted imports in the user
+    namespace and reports what it found, authenticated with HMAC(secret, report),
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
     reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
@@ -26,8 +23,6 @@ submission and void the check it surrounds: tampering can only cost the student.
 
 def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import importlib
-    import importlib.machinery
-    import importlib.util
     import json
     import linecache
     from os.path import isfile
@@ -57,37 +52,8 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         for statement in imports:
             exec(statement, shell.user_ns)
 
-    compiled = {}  # tapelab module name -> (file, code object), compiled from disk on its first import
-    source_loader = importlib.machinery.SourceFileLoader
-
-    class Compiled(source_loader):
-        def get_code(self, fullname):
-            return compiled[fullname][1]
-
-    class Finder:
-        """Imports tapelab's modules from `compiled` (compiling each from disk the first time)."""
-
-        @staticmethod
-        def find_spec(name, search=None, _target=None):
-            if name != "tapelab" and not name.startswith("tapelab."):
-                return None
-            if name not in compiled:
-                spec = importlib.machinery.PathFinder.find_spec(name, search)
-                if spec is None or type(spec.loader) is not source_loader:
-                    return None
-                compiled[name] = (spec.origin, spec.loader.get_code(name))
-            origin = compiled[name][0]
-            return importlib.util.spec_from_file_location(name, origin, loader=Compiled(name, origin))
-
-    def import_trusted():
-        sys.meta_path.insert(0, Finder)
-        try:
-            run_trusted_imports()
-        finally:
-            sys.meta_path.remove(Finder)
-
     sys.path[:] = path
-    import_trusted()
+    run_trusted_imports()
     # pyplot (Keras imports it) picks its backend lazily, on the first plot, and then rebinds some of its own
     # functions (draw_if_interactive): pick it now, so the snapshot already holds what an honest plot leads to.
     pyplot = modules.get("matplotlib.pyplot")
@@ -217,12 +183,12 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         restore_names()
         restore_classes(list(saved_classes))
         restore_runtime()
-        restore_names(ours["modules"])  # only to report: tapelab is then re-imported fresh
+        restore_names(ours["modules"])  # only to report: tapelab is then re-imported fresh from disk
         restore_classes(list(ours["classes"]), ours["classes"])
         for name in [m for m in modules if m == "tapelab" or m.startswith("tapelab.")]:
             del modules[name]
         importlib.invalidate_caches()
-        import_trusted()
+        run_trusted_imports()
         ours["modules"] = snapshot_modules(True)
         ours["classes"] = snapshot_classes(ours["modules"])
 
