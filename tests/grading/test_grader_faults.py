@@ -28,7 +28,7 @@ pytestmark = pytest.mark.heavy(90)  # seconds, about: scheduled first (tests/con
 
 FAULTS = r'''
 import json, os, signal, sys
-from tapelab.grading import outcomes, pools, run
+from tapelab.grading import insight_html, outcomes, pools, run
 
 spec = json.loads(os.environ.get("TAPELAB_TEST_FAULTS", "{}"))
 found = run.discover
@@ -77,9 +77,15 @@ def crash(*args, **kwargs):
     raise RuntimeError("injected grader bug")
 
 
+def no_plotting():
+    raise ImportError("injected: matplotlib cannot be imported")
+
+
 if __name__ == "__main__":  # not in the pool's worker processes, which import this file again
     if spec.get("crash"):
         outcomes.reports.build_report = crash
+    if spec.get("no_plotting"):
+        insight_html.load_plotting = no_plotting
     run.discover = discover
     pools.LocalPool.finished = faulty
     from tapelab.cli import main
@@ -396,3 +402,18 @@ def test_a_course_set_up_killed_half_way_is_set_up_again(tmp_path):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert {a.name for a in gb.assignments} == set(names)
     assert load_report(course / "report.json")["warnings"]
+
+
+def test_a_broken_plotting_library_costs_the_insight_only(course, faults, tmp_path):
+    """When matplotlib cannot be imported (tried while the last notebooks run, and again for the report),
+    is every submission still graded, with grades.csv written and the missing insight named?"""
+    target = shutil.copytree(course, tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    for student in ("ann", "ben"):
+        write(fill(target, TINY, tiny()), inbox / f"{student}_{TINY}.ipynb")
+    result = _faulty_grade(faults, target, inbox, {"no_plotting": True}, "--jobs", "2")
+    report = load_report(target / "report.json")
+    assert sorted((e["student"], e["status"]) for e in report["submissions"]) == [("ann", "graded"), ("ben", "graded")]
+    assert sorted(r["student"] for r in _grades_csv(target) if r["assignment"] == TINY) == ["ann", "ben"]
+    assert "the class insight was not written" in result.stdout + result.stderr, result.stdout[-2000:]
+    assert "injected: matplotlib cannot be imported" in result.stdout + result.stderr
