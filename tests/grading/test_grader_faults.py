@@ -414,6 +414,6 @@ def test_a_broken_plotting_library_costs_the_insight_only(course, faults, tmp_pa
     result = _faulty_grade(faults, target, inbox, {"no_plotting": True}, "--jobs", "2")
     report = load_report(target / "report.json")
     assert sorted((e["student"], e["status"]) for e in report["submissions"]) == [("ann", "graded"), ("ben", "graded")]
-    assert sorted(r["student"] for r in _grades_csv(target) if r["assignment"] == TINY) == ["ann", "ben"]
+    assert {"ann", "ben"} <= {r["student"] for r in _grades_csv(target) if r["assignment"] == TINY}  # (and earlier runs')
     assert "the class insight was not written" in result.stdout + result.stderr, result.stdout[-2000:]
     assert "injected: matplotlib cannot be imported" in result.stdout + result.stderr

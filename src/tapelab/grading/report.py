@@ -20,7 +20,7 @@ from tapelab.grading.statuses import STATUSES
 __all__ = ["ENTRY_FIELDS", "build_report", "write_report", "summary_table"]
 
 ENTRY_FIELDS = ("student", "assignment", "notebook", "status", "score", "max_score", "reason", "flags", "worker",
-                "submitted_at")
+                "kernel", "submitted_at")  # kernel: "warm" or "cold" where a kernel was started, else None
 _NAMES_SHOWN = 12  # per status in the summary; report.json lists all
 
 
