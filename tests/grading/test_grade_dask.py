@@ -17,7 +17,10 @@ from tapelab.release import nbgrader_env
 
 pytestmark = pytest.mark.heavy(175)  # seconds, about: scheduled first (tests/conftest.py)
 
-TIMEOUT = "25"  # per notebook: the sleeper below times out; every other fixture needs a few seconds
+# The sleeper below is stopped by the per-cell limit, set low in the template's config. A notebook limit close
+# to a real notebook's run time would be reached at a cell that depends on the machine's load.
+TIMEOUT = "120"  # per notebook
+CELL_TIMEOUT = 30  # per cell: no fixture cell but the sleeper's needs more than a few seconds
 
 
 def _key(entry):
@@ -37,8 +40,12 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A course with 01_basic_tape and 09_fixture released; each run grades in a copy of it."""
-    return make_course(tmp_path_factory.mktemp("template"))
+    """A course with 01_basic_tape and 09_fixture released, cells limited to CELL_TIMEOUT; each run grades
+    in a copy of it."""
+    course = make_course(tmp_path_factory.mktemp("template"))
+    with (course / "nbgrader_config.py").open("a") as config:
+        config.write(f"c.Execute.timeout = c.ExecutePreprocessor.timeout = {CELL_TIMEOUT}\n")
+    return course
 
 
 @pytest.fixture(scope="module")
