@@ -1,15 +1,15 @@
 """The kernel guard on its own, in a fresh interpreter with an IPython shell (no kernel, no TensorFlow).
 
 The guard's audit hook cannot be removed, so each test runs it in a subprocess: the script installs the
-guard as the worker's prologue does, lets "student code" patch a module function and a class method
-during a check, and prints what the checker would then see and what the next guard step reports.
+guard as the worker's prologue does, lets "student code" patch module functions and class methods
+during checks, and prints what the checker would then see and what the next guard step reports.
 """
 import json
 import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent('''
+SETUP = textwrap.dedent('''
     import json, sys, fractions, textwrap
     from IPython.core.interactiveshell import InteractiveShell
     from tapelab.grading.guard import REPORT_EXPRESSION, Session
@@ -22,7 +22,9 @@ SCRIPT = textwrap.dedent('''
         exec(session.step(), shell.user_ns)
         text = repr(shell.user_ns[REPORT_EXPRESSION])
         return session.findings({"content": {"user_expressions": {"tapelab_guard": {"data": {"text/plain": text}}}}})
+''')
 
+PATCHES = SETUP + textwrap.dedent('''
     real_eq, real_dedent = fractions.Fraction.__eq__, textwrap.dedent
     before = report()
     # What a student's function could do while a checker calls it: an ordinary class attribute write
@@ -36,9 +38,27 @@ SCRIPT = textwrap.dedent('''
     print(json.dumps({"before": before, "seen": seen, "after": report()}))
 ''')
 
+# A class whose data changed (which the guard leaves alone) is still watched: a method replaced after that,
+# or a method deleted while another is added (the class keeps its number of names), is found.
+SEQUENCE = SETUP + textwrap.dedent('''
+    real_eq, real_limit = fractions.Fraction.__eq__, fractions.Fraction.limit_denominator
+    seen = {"start": report()}
+    fractions.Fraction.tapelab_data = 1
+    sys.audit("tapelab.guard.check")
+    seen["data"] = [report(), fractions.Fraction.tapelab_data]
+    fractions.Fraction.__eq__ = lambda self, other: True
+    sys.audit("tapelab.guard.check")
+    seen["patch"] = [fractions.Fraction.__eq__ is real_eq, report()]
+    del fractions.Fraction.limit_denominator
+    fractions.Fraction.cheat = lambda self: 0
+    sys.audit("tapelab.guard.check")
+    seen["swap"] = [fractions.Fraction.limit_denominator is real_limit, hasattr(fractions.Fraction, "cheat"), report()]
+    print(json.dumps(seen))
+''')
 
-def _run() -> dict:
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+
+def _run(script: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -46,8 +66,19 @@ def _run() -> dict:
 def test_a_patch_made_during_a_check_is_undone_before_the_checker_compares_and_reported():
     """Are a class method and a module function that student code replaced during a check both restored
     when the check event fires (so the comparison after it sees the real ones), and named by the next step?"""
-    outcome = _run()
+    outcome = _run(PATCHES)
     assert outcome["before"] == [], outcome
     assert outcome["seen"] == {"class_restored": True, "module_restored": True, "half_equals_one": False}, outcome
     after = " ".join(outcome["after"])
     assert "fractions.Fraction.__eq__ was changed" in after and "textwrap.dedent was replaced" in after, outcome
+
+
+def test_a_class_whose_data_changed_is_still_watched_for_patches():
+    """Is a data attribute written on a class left alone and unreported, and are a method replaced on that
+    class afterwards, and a method deleted while another is added, still undone and named?"""
+    seen = _run(SEQUENCE)
+    assert seen["start"] == [] and seen["data"] == [[], 1], seen
+    assert seen["patch"] == [True, ["fractions.Fraction.__eq__ was changed"]], seen
+    restored, cheat, found = seen["swap"]
+    assert restored and not cheat, seen
+    assert sorted(found) == ["fractions.Fraction.cheat was added", "fractions.Fraction.limit_denominator was changed"]

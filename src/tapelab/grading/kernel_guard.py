@@ -25,6 +25,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     import importlib
     import json
     import linecache
+    from operator import is_
     from os.path import isfile
     import sys
     import threading
@@ -42,11 +43,13 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     missing = object()
     state = {"n": 0, "busy": False, "findings": []}
 
-    def api(value):
-        return callable(value) or isinstance(value, (module_type, property, staticmethod, classmethod))
+    api_kinds = (module_type, property, staticmethod, classmethod)
 
-    def api_names(namespace):
-        return {k: v for k, v in namespace.items() if api(v)}
+    def api(value):
+        return callable(value) or isinstance(value, api_kinds)
+
+    def api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
+        return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, api_kinds)}
 
     def run_trusted_imports():
         for statement in imports:
@@ -68,12 +71,17 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                 saved[name] = (module, api_names(vars(module)))
         return saved
 
+    def whole(cls):
+        """Every key and value of the class's namespace, in order: unchanged when all are the same objects."""
+        current = vars(cls)
+        return tuple(current), tuple(current.values())
+
     def snapshot_classes(saved_modules):
         classes = {}
         for _, names in saved_modules.values():
             for value in names.values():
                 if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes:
-                    classes[id(value)] = (value, api_names(vars(value)))
+                    classes[id(value)] = [value, api_names(vars(value)), *whole(value)]
         return classes
 
     saved_modules = snapshot_modules(False)
@@ -132,8 +140,12 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
 
     def restore_classes(ids, saved_classes=saved_classes):
         for ident in ids:
-            cls, saved = saved_classes[ident]
+            entry = saved_classes[ident]
+            cls, saved, keys, values = entry
             current = vars(cls)
+            # Identity only (never ==, which could run the notebook's code): most classes never change.
+            if len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values)):
+                continue
             for attr, value in saved.items():
                 if current.get(attr, missing) is not value and attr not in ("__dict__", "__weakref__", "__doc__"):
                     note(f"{cls.__module__}.{cls.__qualname__}.{attr} was changed")
@@ -142,6 +154,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                 if api(current[attr]):
                     note(f"{cls.__module__}.{cls.__qualname__}.{attr} was added")
                     type_del(cls, attr)
+            entry[2:] = whole(cls)  # what the checks compare is restored; the rest (data) may change freely
 
     def restore_runtime():
         sys.settrace(None)

@@ -18,6 +18,7 @@ says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so 
 from __future__ import annotations
 
 import asyncio
+import compileall
 import functools
 import json
 import os
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 
+import tapelab
 from tapelab.grading import guard, warm
 from tapelab.grading.executor import GuardedClient
 from tapelab.grading.kernels import KernelStartError, SandboxKernelManager
@@ -52,6 +54,16 @@ class Settings:
     # The notebook's trusted tapelab imports, re-run by the guard's step around each graded
     # check; None runs no guard.
     restore_imports: tuple[str, ...] | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def cache_bytecode() -> None:
+    """Compile tapelab's modules next to their source, once per worker process. A kernel cannot write them
+    (the sandbox shows it the Python environment read-only, and `kernel_env` sets PYTHONDONTWRITEBYTECODE),
+    and in an editable install, or after a change, nothing else does: without them every kernel, and every
+    guard step (which imports tapelab afresh from disk), compiles tapelab from source. Files up to date are
+    only checked; a folder this process cannot write is left as it is (pip compiled an installed package)."""
+    compileall.compile_dir(Path(tapelab.__file__).parent, quiet=2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,6 +99,7 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
                    kernel: str) -> tuple[GuardedClient, int | None]:
     """Run `nb` in a fresh sandbox slot within `timeout` seconds, in a `kernel` ("warm" or "cold") kernel;
     the client (its kernel stopped) and the uid."""
+    cache_bytecode()
     clock = time.monotonic()
     slot = Slot(settings.sandbox)
     seconds, client = time.monotonic() - clock, None
