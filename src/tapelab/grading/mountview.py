@@ -15,7 +15,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-__all__ = ["TEMP_DIRS", "ViewError", "mount_script"]
+__all__ = ["TEMP_DIRS", "ViewError", "drop_siblings", "mount_script"]
 
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # always private, whatever the scan finds
 # File systems that hold no one's files (their writable entries are per process or kernel knobs).
@@ -90,6 +90,23 @@ def _staging(covers: dict[str, int], needed: list[str]) -> str:
                        f"environment ({', '.join(needed)}): move the checkout and its .venv elsewhere")
 
 
+def drop_siblings(siblings: str, keep: list[str]) -> str:
+    """Shell commands that unmount every mount whose point starts with `siblings`, but those in `keep`.
+
+    A sibling's mount can vanish before its turn: when its kernel ends, the host removes its folder, which
+    detaches the copies in every other namespace too. So a failed unmount is not an error by itself; one
+    still listed afterwards is."""
+    q = shlex.quote
+    listing = "\n".join(keep)
+    return "\n".join([
+        f"tapelab_siblings() {{ awk -v s={q(siblings)} -v keep={q(listing)} 'BEGIN {{n = split(keep, k, \"\\n\"); "
+        "for (i = 1; i <= n; i++) mine[k[i]] = 1} index($5, s) == 1 && !($5 in mine) {print $5}' /proc/self/mountinfo; }",
+        'tapelab_siblings | while read -r point; do umount -l "$point" 2>/dev/null || :; done',
+        'left=$(tapelab_siblings)',
+        '[ -z "$left" ] || { echo "other kernels\' scratch folders are still mounted: $left" >&2; exit 1; }',
+    ])
+
+
 def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_inodes: int,
                  siblings: str) -> str:
     """Shell commands, run as root inside the new mount namespace, that build the kernel's view.
@@ -101,11 +118,8 @@ def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_i
     stage = _staging(covers, needed)
     covers.setdefault(stage, 0o755)  # /run, when no temp folder would do: shown empty
     q = shlex.quote
-    keep = "\n".join(n for n in needed if _inside(n, os.path.dirname(siblings)))
-    drop = (f"awk -v s={q(siblings)} -v keep={q(keep)} 'BEGIN {{n = split(keep, k, \"\\n\"); for (i = 1; i <= n; "
-            "i++) mine[k[i]] = 1} index($5, s) == 1 && !($5 in mine) {print $5}' /proc/self/mountinfo"
-            " | while read -r point; do umount -l \"$point\" || exit 1; done")
-    head = ["set -e", drop, f"mount -t tmpfs -o size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755,"
+    keep = [n for n in needed if _inside(n, os.path.dirname(siblings))]
+    head = ["set -e", drop_siblings(siblings, keep), f"mount -t tmpfs -o size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755,"
             f"nosuid,nodev tapelab-private {q(stage)}", f"mkdir -m 0700 {q(stage)}/.stage"]
     body, tail, done = [], [], {}  # done: path -> "cover" | "needed", for the paths handled so far
     for n, path in enumerate(sorted({*covers, *needed, *nulls}, key=lambda p: Path(p).parts)):
