@@ -1,0 +1,35 @@
+"""The grading bench's report: per-phase means, the computed limit and the ceilings, on a made-up run."""
+from __future__ import annotations
+
+import importlib.util
+import re
+
+from answers import REPO
+
+_spec = importlib.util.spec_from_file_location("bench_grading", REPO / "bench" / "grading.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+TIMING = {"slot": 0.1, "start": 0.9, "prologue": 0.5, "cells": 3.0, "hidden": 1.0, "guard": 2.0, "stop": 0.5}
+RECORD = {
+    "executions": [{"notebook": "01", "timing": TIMING, "seconds": 8.0},
+                   {"notebook": "01", "timing": {**TIMING, "cells": 5.0}, "seconds": 10.0}],
+    "coordinator": [{"notebook": "01", "bookkeeping": 1.0, "feedback": 3.0}] * 2,
+}
+
+
+def test_phases_are_means_per_submission():
+    row = bench.phases(RECORD)["01"]
+    assert row["kernel start"] == 1.0 and row["cells"] == 5.0 and row["guard"] == 2.0
+    assert row["bookkeeping"] == 1.0 and row["feedback"] == 3.0 and row["worker"] == 9.0
+
+
+def test_ceilings_leave_out_only_the_guard_and_feedback(capsys):
+    limit = bench.cells_seconds(RECORD) / 2  # cells and hidden tests: (4 + 6) / 2 cores
+    assert limit == 5.0
+    bench.print_ceilings({"stock": 40.0, "warm": 20.0}, limit, RECORD, jobs=2)
+    out = capsys.readouterr().out
+    # bare: cells 10 + start 2 + imports 1 + stop 1 + bookkeeping 2 = 16 s of work, over 2 cores
+    assert "stock / limit = 8.00x" in out
+    assert re.search(r"bookkeeping \(8\.0 s\) = 5\.00x", out)
+    assert "warm path in 10.0 s, at 50% of the limit" in out
