@@ -15,8 +15,9 @@ results and the coordinator's per-notebook work), so the bench prints, per noteb
 go: kernel start (the sandbox slot and the kernel), imports (the guard's prologue, which imports the
 notebook's modules and TensorFlow), cells (the notebook's cells and hidden tests), the guard's steps,
 stopping, nbgrader bookkeeping (preparing the submission, writing the gradebook) and feedback. The
-computed limit is the cells' own time in warm kernels over the cores. Prints wall times, ratios to
-stock, and whether every graded cell scored the same in every gradebook.
+computed limit is the cells' own time in warm kernels over the cores; two ceilings follow from it (stock
+over the limit, and stock over the cells plus only kernel start, imports, stop and bookkeeping). Prints wall
+times, ratios to stock, and whether every graded cell scored the same in every gradebook.
 """
 from __future__ import annotations
 
