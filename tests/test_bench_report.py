@@ -27,7 +27,7 @@ def test_phases_are_means_per_submission():
 def test_ceilings_leave_out_only_the_guard_and_feedback(capsys):
     limit = bench.cells_seconds(RECORD) / 2  # cells and hidden tests: (4 + 6) / 2 cores
     assert limit == 5.0
-    bench.print_ceilings({"stock": 40.0, "warm": 20.0}, limit, RECORD, jobs=2)
+    bench.print_ceilings(40.0, limit, RECORD, jobs=2)
     out = capsys.readouterr().out
     # bare: cells 10 + start 2 + imports 1 + stop 1 + bookkeeping 2 = 16 s of work, over 2 cores
     assert "stock / limit = 8.00x" in out
