@@ -109,7 +109,8 @@ def _measure(out: Path, argv: list[str]) -> int:
     """`tapelab grade ARGV` in this process, recording each execution's timing facts (from the pool's
     results) and the coordinator's serial seconds per notebook, into `out`."""
     from tapelab import cli
-    from tapelab.grading import pools, run
+    from tapelab.grading import run
+    from tapelab.grading.execution import pools
 
     record: dict = {"executions": [], "coordinator": [], "kernels": defaultdict(int)}
     current: list = [None]
@@ -150,7 +151,7 @@ def _measure(out: Path, argv: list[str]) -> int:
 
     pools.LocalPool.finished = results_of(pools.LocalPool.finished)
     if "--scheduler" in argv:
-        from tapelab.grading import cluster
+        from tapelab.grading.execution import cluster
 
         cluster.DaskPool.finished = results_of(cluster.DaskPool.finished)
     run.Coordinator._prepared = serial(run.Coordinator._prepared)  # sanitizing, the submission's nbgrader files

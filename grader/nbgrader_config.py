@@ -31,7 +31,7 @@ c.IgnorePattern.pattern = (
 
 # Feedback: `tapelab grade`, `nbgrader generate_feedback` and formgrader's "Generate Feedback" button
 # render it alike, with tapelab's steps: hidden tests cut, the student's HTML sanitised, no script
-# on the page (see tapelab/grading/handback.py).
-from tapelab.grading.handback import configure_feedback  # noqa: E402
+# on the page (see tapelab/grading/handback/page.py).
+from tapelab.grading.handback.page import configure_feedback  # noqa: E402
 
 configure_feedback(c)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tapelab.alternatives import Alternative, constant_factor, diagnose, ratio_of, swapped, swapped_item, \
+from tapelab.checker.wrong_answers import Alternative, constant_factor, matching_alternative, ratio_of, swapped, swapped_item, \
     transposed, with_extra_axis, wrong_value
 
 _MEAN = Alternative("batch mean", [0.5, 1.0], "sum-not-mean", "Did you average over the batch?")
@@ -31,19 +31,19 @@ def test_a_right_answer_is_not_diagnosed():
 def test_an_alternative_equal_to_the_right_answer_is_never_named():
     """On an input where a wrong answer gives the right value, can that wrong answer still not be named?"""
     same = Alternative("same", [3.0, 3.0], "swapped-results", "swapped?")
-    assert diagnose([3.0, 3.0], [3.0, 3.0], [same]) is None
+    assert matching_alternative([3.0, 3.0], [3.0, 3.0], [same]) is None
 
 
 def test_two_causes_that_give_the_same_value_are_not_told_apart():
     """When two alternatives with different causes both match, is neither named?"""
     other = Alternative("per tensor", [2.0, 1.0], "per-tensor-clip", "per tensor?")
-    assert diagnose([1.0, 2.0], [2.0, 1.0], [_SWAP, other]) is None
+    assert matching_alternative([1.0, 2.0], [2.0, 1.0], [_SWAP, other]) is None
 
 
 def test_an_alternative_that_cannot_be_built_is_skipped():
     """Does an alternative whose value raises (e.g. a division by a zero norm) simply not apply?"""
     broken = Alternative("broken", lambda: 1.0 / 0.0, "clip-scales-up", "?")
-    assert diagnose([1.0, 2.0], [2.0, 1.0], [broken, _SWAP]) is _SWAP
+    assert matching_alternative([1.0, 2.0], [2.0, 1.0], [broken, _SWAP]) is _SWAP
 
 
 def test_an_unknown_cause_code_fails_when_the_checker_is_written():
@@ -78,10 +78,10 @@ def test_a_ratio_that_is_not_really_constant_is_not_named(expected, actual):
 def test_shape_alternatives_name_transposes_and_extra_axes():
     """Are a transposed matrix and an extra axis of size 1 each told apart from other mistakes?"""
     matrix = np.arange(6.0).reshape(2, 3)
-    assert diagnose(matrix, matrix.T, [transposed(matrix)]).cause == "transposed"
+    assert matching_alternative(matrix, matrix.T, [transposed(matrix)]).cause == "transposed"
     column = matrix[..., None]
-    assert diagnose(matrix, column, [with_extra_axis(matrix, column)]).cause == "extra-axis"
-    assert diagnose(matrix, matrix.T, [with_extra_axis(matrix, matrix.T)]) is None
+    assert matching_alternative(matrix, column, [with_extra_axis(matrix, column)]).cause == "extra-axis"
+    assert matching_alternative(matrix, matrix.T, [with_extra_axis(matrix, matrix.T)]) is None
 
 
 def test_an_item_is_called_swapped_only_when_the_whole_list_is_reversed():

@@ -15,7 +15,7 @@ import pytest
 import tapelab
 import tapelab_answers
 from mutation.inprocess import exercises
-from tapelab import answers
+from tapelab.checker import answers
 from tapelab.cli import main
 from tapelab.paths import REPO, SOLUTIONS, assignment_names
 from tapelab.release import ReleaseError, answers_lock, tag_test_cells, write_course_config
@@ -255,8 +255,8 @@ def test_the_release_writes_the_lock_of_each_setting(tmp_path, setting, call):
         assert written == original
     else:
         lines = written.splitlines()
-        assert lines[-1].startswith(f"{call}  #") and lines.count("from tapelab.answers import lock_answers") == 1
-        assert lines.index("from tapelab.answers import lock_answers") < lines.index(
+        assert lines[-1].startswith(f"{call}  #") and lines.count("from tapelab.checker.answers import lock_answers") == 1
+        assert lines.index("from tapelab.checker.answers import lock_answers") < lines.index(
             next(line for line in lines if line.startswith("from tapelab.exercises")))
 
 

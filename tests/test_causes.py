@@ -4,7 +4,7 @@ from pathlib import Path
 
 from tapelab.causes import CAUSES
 from tapelab.diagnose import CAUSES as DIAGNOSED
-from tapelab.mistakes import _FIXED
+from tapelab.checker.explanations import _FIXED
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tapelab"
 _SOURCES = {p: p.read_text() for p in PACKAGE.rglob("*.py") if p.name != "causes.py"}

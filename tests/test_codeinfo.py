@@ -1,7 +1,7 @@
 """Code facts and None explanations drawn from the student's own gradient call."""
 from answers import define
-from tapelab.codeinfo import CodeFacts
-from tapelab.mistakes import error_cause, explain_none
+from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.explanations import error_cause, explain_none
 
 
 def _facts(code: str) -> CodeFacts:

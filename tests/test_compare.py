@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tapelab.compare import decimals_for, fmt_pair, mismatch
+from tapelab.checker.compare import decimals_for, fmt_pair, mismatch
 
 
 @pytest.mark.parametrize("actual,expected,rtol,atol", [

@@ -11,9 +11,9 @@ import pytest
 from nbclient import NotebookClient
 
 from tapelab.causes import cause
-from tapelab.grading.handback import PAGE, InertNotebook
-from tapelab.exercise import Exercise
-from tapelab.feedback import MIME, Incorrect, Message, NotAttempted
+from tapelab.grading.handback.page import PAGE, InertNotebook
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import MIME, Incorrect, Message, NotAttempted
 from tapelab.paths import NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.quiet import Quiet, StderrFd
 from tapelab.release import TEST_CELL_TAG, tag_test_cells
@@ -175,7 +175,7 @@ def kernel_run():
     """A notebook run in a real ipykernel, which forwards fd 2 to the cell's stderr (capture_fd_output;
     ipykernel turns that off under pytest, so the kernel gets the environment without pytest's variable)."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import tapelab.exercise\nfrom tapelab.exercises.basic_tape import ex1_1"),
+    nb.cells = [nbformat.v4.new_code_cell("import tapelab.checker.exercise\nfrom tapelab.exercises.basic_tape import ex1_1"),
                 nbformat.v4.new_code_cell("ex1_1.check()"),
                 nbformat.v4.new_code_cell(_NOISY_WRONG),
                 nbformat.v4.new_code_cell("ex1_1.check()"),

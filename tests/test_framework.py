@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 
 from answers import define
-from tapelab.codeinfo import CodeFacts
-from tapelab.compare import allclose, fmt, mismatch
-from tapelab.feedback import Message
-from tapelab.mistakes import explain_none
-from tapelab.oracle import numeric_gradient, relative_error
+from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.compare import allclose, fmt, mismatch
+from tapelab.checker.messages import Message
+from tapelab.checker.explanations import explain_none
+from tapelab.checker.oracle import numeric_gradient, relative_error
 
 
 @pytest.mark.parametrize("expected,actual,says", [

@@ -1,10 +1,10 @@
-"""The error table of `tapelab.mistakes`, checked against the errors TensorFlow and Keras really raise."""
+"""The error table of `tapelab.checker.explanations`, checked against the errors TensorFlow and Keras really raise."""
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tapelab.mistakes import error_cause
+from tapelab.checker.explanations import error_cause
 
 
 class LossToEveryMetric(keras.Model):

@@ -1,13 +1,16 @@
 """tapelab: an interactive course on tf.GradientTape.
 
 The package holds what both sides of the course import: the exercise framework and checkers
-(`tapelab.exercises`), gradient widgets (`tapelab.widgets`) and the instructor tools.
-Importing `tapelab` itself does not import TensorFlow.
+(`tapelab.checker`, `tapelab.exercises`), gradient widgets (`tapelab.widgets`), the practitioner tools
+(`tapelab.diagnose`, `tapelab.guarded`, `tapelab.lint`) and the instructor tools (`tapelab.cli`,
+`tapelab.release`, `tapelab.grading`); docs/architecture.md draws the layers. Importing `tapelab`
+imports none of them (and no TensorFlow): the names below load their module on first use.
 """
-from tapelab.compare import mismatch
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect, NotAttempted
-from tapelab.oracle import numeric_gradient
+from tapelab.lazy import face
 
 __all__ = ["Exercise", "Incorrect", "NotAttempted", "mismatch", "numeric_gradient"]
 __version__ = "0.1.0"
+
+__getattr__, __dir__ = face(__name__, {"Exercise": "checker.exercise", "Incorrect": "checker.messages",
+                                       "NotAttempted": "checker.messages", "mismatch": "checker.compare",
+                                       "numeric_gradient": "checker.oracle"})

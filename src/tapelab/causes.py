@@ -129,7 +129,7 @@ _CATALOGUE = (
           "Walk the checklist: watched float source, recorded in the tape, differentiable TensorFlow ops."),
     Cause("unknown-cause-id", "a string that is not one of the cause ids",
           "Return one of the keys of `CAUSES`."),
-    # wrong values told apart by differential diagnosis (tapelab.alternatives); 02 and 06
+    # wrong values told apart by differential diagnosis (tapelab.checker.wrong_answers); 02 and 06
     Cause("transposed", "the right matrix with its two axes swapped",
           "Keep the axes in the order asked for; check `tf.transpose` and the order of a matrix product."),
     Cause("extra-axis", "the right numbers with an axis of size 1 added or dropped",

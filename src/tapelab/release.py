@@ -13,7 +13,7 @@ notebook, where `nbgrader release_assignment` in a subprocess costs about 3 s of
 `tapelab release` works in a temporary course and skips it.
 
 The course setting `answers` (`c.TapelabCourse.answers` in the course's nbgrader_config.py, or
-`tapelab release --answers`) decides what students may see of the answers (tapelab.answers): a
+`tapelab release --answers`) decides what students may see of the answers (tapelab.checker.answers): a
 locked course gets the lock in each notebook's setup cell. `tapelab release` also writes the
 answers distribution's data (tapelab.release_answers), which only self-study installs include.
 """
@@ -32,7 +32,8 @@ import nbformat
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from tapelab.answers import SELF_STUDY, Lock, parse_setting
+from tapelab.errors import UsageError
+from tapelab.checker.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
 
@@ -54,19 +55,19 @@ import os  # noqa: E402
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
 '''
 
-# The late policy of a grading course (tapelab.grading.lateness): `nbgrader autograde` and `tapelab grade`
+# The late policy of a grading course (tapelab.grading.grades.lateness): `nbgrader autograde` and `tapelab grade`
 # price lateness with the same plugin; deadlines are the assignments' duedates in the gradebook.
 LATENESS_CONFIG = '''\
 # Late policy: a penalty for a notebook submitted after its assignment's duedate (plus the student's
 # extension), stored by nbgrader as late_submission_penalty. penalty_method: none, zero or per_day.
-c.AssignLatePenalties.plugin_class = "tapelab.grading.lateness.LatePenalty"
+c.AssignLatePenalties.plugin_class = "tapelab.grading.grades.lateness.LatePenalty"
 c.LatePenalty.penalty_method = "per_day"
 c.LatePenalty.percent_per_day = 10.0
 c.LatePenalty.grace_minutes = 0.0
 '''
 
 
-# What students may see of the answers (tapelab.answers), written into a course's config when the release is
+# What students may see of the answers (tapelab.checker.answers), written into a course's config when the release is
 # given a setting; otherwise the setting of grader/nbgrader_config.py holds, and without one, self-study.
 ANSWERS_CONFIG = '''\
 # Answers (solution() and the last hint): "self-study", "locked-until:YYYY-MM-DD" or "locked". A locked
@@ -76,7 +77,7 @@ c.TapelabCourse.answers = {setting!r}
 '''
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(UsageError, RuntimeError):
     """generate_assignment failed or the input is not a course notebook."""
 
 
@@ -95,7 +96,7 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
 
     `db_url` (any SQLAlchemy URL) is written into the course's config, so that every nbgrader
     command run there uses that gradebook; by default it is gradebook.db in the folder.
-    `answers` (a setting of tapelab.answers) is written there too; by default the config's own holds.
+    `answers` (a setting of tapelab.checker.answers) is written there too; by default the config's own holds.
     `exchange` releases every assignment into the course's exchange (off for `tapelab release`).
     `say` is told before each notebook (a few seconds each).
     """

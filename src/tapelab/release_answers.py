@@ -7,7 +7,7 @@ from solutions/answers.toml. Each notebook's answers go to
 answers/src/tapelab_answers/data/NN_topic.json, committed like notebooks/ so that an install works
 without a release.
 
-A locked course (tapelab.answers) gets `lock_answers(...)` in each student notebook's setup cell.
+A locked course (tapelab.checker.answers) gets `lock_answers(...)` in each student notebook's setup cell.
 """
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from tapelab.answers import Lock
+from tapelab.checker.answers import Lock
 from tapelab.paths import REPO, SOLUTIONS
 
 __all__ = ["ANSWER_DATA", "ANSWER_TEXTS", "derive_answers", "lock_setup_cell", "write_answers"]
 
 ANSWER_DATA = REPO / "answers" / "src" / "tapelab_answers" / "data"
 ANSWER_TEXTS = "answers.toml"  # beside the solution notebooks
-LOCK_IMPORT = "from tapelab.answers import lock_answers"
+LOCK_IMPORT = "from tapelab.checker.answers import lock_answers"
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
 _ANSWER_ID = re.compile(r"^ex(\d+)_(\d+)_answer$")
 

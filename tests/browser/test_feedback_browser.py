@@ -21,7 +21,7 @@ import pytest
 from grading.grade_fixtures import TINY, make_course
 from grading.hostile_feedback import HONEST_PNG, STUDENT_TEXT, hand_in, hostile
 from tapelab.grading.course import open_course
-from tapelab.grading.handback import write_feedback
+from tapelab.grading.handback.page import write_feedback
 
 pytestmark = pytest.mark.browser
 

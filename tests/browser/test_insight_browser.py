@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from grading.insight_class import build_class
-from tapelab.grading import insight, standings
+from tapelab.grading.insight import tables as insight
+from tapelab.grading.grades import standings
 from tapelab.grading.records import STATE_FILE, State
 
 pytestmark = pytest.mark.browser

@@ -21,7 +21,7 @@ SCREENSHOT = REPO / "test-output" / "screenshots" / "run_all" / "01_basic_tape.p
 FEEDBACK_MIME = "application/vnd.tapelab.feedback+json"
 TRACEBACK_MARKERS = ("Traceback", "site-packages", "tapelab/", 'File "')
 # The boxes' computed backgrounds: #f1f3f4 and #fdecea, the Not attempted and Incorrect colours of
-# tapelab.feedback.
+# tapelab.checker.messages.
 NOT_ATTEMPTED_BACKGROUND = "rgb(241, 243, 244)"
 INCORRECT_BACKGROUND = "rgb(253, 236, 234)"
 # A wrong answer to Exercise 1.1 (the slope of y = x³ instead of the cubic's).

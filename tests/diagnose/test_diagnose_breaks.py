@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tapelab.diagnose import diagnose
-from tapelab.diagnosis.paths import ROUNDING
+from tapelab.diagnose.breaks import ROUNDING
 
 X = tf.constant([1.0, 2.0, 3.0])
 Y = tf.constant([2.0, 4.0, 6.0])

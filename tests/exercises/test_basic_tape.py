@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from answers import define
 from tapelab.exercises import basic_tape
-from tapelab.feedback import Incorrect, NotAttempted
+from tapelab.checker.messages import Incorrect, NotAttempted
 
 
 def _answer(code, label):

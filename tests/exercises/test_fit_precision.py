@@ -8,7 +8,7 @@ import tensorflow as tf
 from answers import mistakes
 from mutation.inprocess import exercises, grade
 from tapelab.exercises.fit_match import combined_dtypes, float16_mismatch
-from tapelab.feedback import Incorrect
+from tapelab.checker.messages import Incorrect
 
 NOTEBOOK = "06_fit_vs_custom"
 EXERCISES = {e.answer_id: e for e in exercises(NOTEBOOK)}

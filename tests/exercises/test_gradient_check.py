@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from answers import define
 from tapelab.exercises.basic_tape import ex1_4
-from tapelab.feedback import Incorrect
+from tapelab.checker.messages import Incorrect
 
 _HEAD = "def gradient_check(f, x, h=1e-5):\n"
 

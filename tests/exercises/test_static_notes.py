@@ -1,4 +1,4 @@
-"""The checkers' static facts (tapelab.static_notes): `tapelab lint` on the student's function, beside the
+"""The checkers' static facts (tapelab.checker.lint_facts): `tapelab lint` on the student's function, beside the
 runtime facts. A finding names a failure's cause only when the runtime found none and the finding is tied
 to that failure; on a passed check every finding is a note that leaves the grade alone.
 
@@ -7,13 +7,13 @@ as in test_checkers.py; a few tests call `check` on the function directly to rea
 """
 import pytest
 
-import tapelab.exercise
+import tapelab.checker.exercise
 from answers import define
 from mutation.inprocess import exercises, grade
-from tapelab.feedback import MIME, Incorrect, NotAttempted
+from tapelab.checker.messages import MIME, Incorrect, NotAttempted
 from tapelab.lint import lint_source
 from tapelab.paths import assignment_names
-from tapelab.static_notes import StaticFacts
+from tapelab.checker.lint_facts import StaticFacts
 
 EXERCISES = {e.answer_id: e for nb in assignment_names() for e in exercises(nb)}
 
@@ -204,7 +204,7 @@ def test_not_attempted_is_never_explained():
     """Does a Not attempted outcome pass through unchanged, even with findings on the function?"""
     _, fn = _function("ex1_1_answer", _STOPPED_SLOPE, "stopped slope")
     stub = NotAttempted("stub")
-    assert StaticFacts.of(fn).explain(stub, tapelab.exercise.CodeFacts.of(fn)) is stub
+    assert StaticFacts.of(fn).explain(stub, tapelab.checker.exercise.CodeFacts.of(fn)) is stub
 
 
 def test_an_explained_failure_carries_the_rule_in_its_text_and_json():
@@ -223,7 +223,7 @@ def test_a_passing_answer_with_a_pitfall_gets_a_note_and_keeps_its_grade(monkeyp
     does its Correct box say "Correct, but:" with the rule and the fix, say the grade is unchanged, and carry
     the finding in its JSON?"""
     shown = []
-    monkeypatch.setattr(tapelab.exercise, "_display", shown.append)
+    monkeypatch.setattr(tapelab.checker.exercise, "_display", shown.append)
     verdict = grade(EXERCISES["ex5_3_answer"], _PERSISTENT_IN_LOOP, "persistent in a loop")
     assert verdict.passed, verdict
     box = shown[0]

@@ -208,7 +208,7 @@ def failing(course: Path) -> dict:
 def hand_in(course_root: Path, student: str, nb: dict) -> Path:
     """Grade the cells of `nb` that the source notebook has into the gradebook with nbgrader's
     autograde steps (scores from their outputs), then write `nb` as autograded/ exactly as given."""
-    from tapelab.grading import finalize
+    from tapelab.grading.grades import autograde as finalize
     from tapelab.grading.course import open_course
 
     known = {cell["id"] for cell in _source_json(course_root)["cells"]}

@@ -23,18 +23,18 @@ PATCHES: dict[str, tuple[str, str]] = {
                    "builtins.abs was replaced"),
     "p_operator_math": ("import operator, math\noperator.eq = lambda *a: True\nmath.isclose = lambda *a, **k: True",
                         "operator.eq was replaced"),
-    "p_tapelab": ("import tapelab.compare\ntapelab.compare.mismatch = lambda *a, **k: None\n"
-                  "tapelab.compare.allclose = lambda *a, **k: True\ntype(ex1_1).check_case = lambda *a, **k: None",
-                  "tapelab.compare.mismatch was replaced"),
+    "p_tapelab": ("import tapelab.checker.compare\ntapelab.compare.mismatch = lambda *a, **k: None\n"
+                  "tapelab.checker.compare.allclose = lambda *a, **k: True\ntype(ex1_1).check_case = lambda *a, **k: None",
+                  "tapelab.checker.compare.mismatch was replaced"),
     "p_ipython": ("from IPython.core.interactiveshell import InteractiveShell\n"
                   "InteractiveShell.showtraceback = lambda *a, **k: None\n"
                   "InteractiveShell._showtraceback = lambda *a, **k: None", "InteractiveShell.showtraceback"),
     "p_ipykernel": ("from ipykernel.zmqshell import ZMQInteractiveShell\n"
                     "ZMQInteractiveShell._showtraceback = lambda *a, **k: None", "ZMQInteractiveShell._showtraceback"),
-    "p_sys_modules": ("import sys, types\nfake = types.ModuleType('tapelab.compare')\n"
-                      "fake.mismatch = lambda *a, **k: None\nsys.modules['tapelab.compare'] = fake\n"
+    "p_sys_modules": ("import sys, types\nfake = types.ModuleType('tapelab.checker.compare')\n"
+                      "fake.mismatch = lambda *a, **k: None\nsys.modules['tapelab.checker.compare'] = fake\n"
                       "sys.modules['numpy.testing'] = types.ModuleType('numpy.testing')",
-                      "sys.modules['tapelab.compare'] was replaced"),
+                      "sys.modules['tapelab.checker.compare'] was replaced"),
     "p_hidden_setattr": ("setattr(__import__('num' + 'py'), 'all' + 'close', lambda *a, **k: True)",
                          "numpy.allclose was replaced"),
     "p_vars": ("import numpy as np\nvars(np)['allclose'] = lambda *a, **k: True", "numpy.allclose was replaced"),

@@ -2,7 +2,7 @@
 
 The course is `grade_fixtures.make_course` (01_basic_tape and 09_fixture released). Each student's
 autograded notebook is the released one with answers filled in and, in every test cell, the outputs
-a check would leave: tapelab's own feedback bundle (made by `tapelab.feedback.Message`), a plain
+a check would leave: tapelab's own feedback bundle (made by `tapelab.checker.messages.Message`), a plain
 error, or nothing. The gradebook gets the matching cell scores through nbgrader's API, the state
 file a `graded` status and the log a duration for each submission, so every number of the insight
 and of the exports follows from the table below.
@@ -21,7 +21,7 @@ try:
     from grade_fixtures import BASIC, TINY, make_course, released
 except ImportError:  # imported from tests/browser alone, where tests/grading is not on sys.path
     from grading.grade_fixtures import BASIC, TINY, make_course, released
-from tapelab.feedback import Message
+from tapelab.checker.messages import Message
 from tapelab.grading.records import LOG_FILE, STATE_FILE
 
 # What each student's test cell shows: "ok" passes; ("cause", code) fails with that cause;

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grade_fixtures import BASIC, TINY
 from insight_class import build_class
-from tapelab.grading import lateness
+from tapelab.grading.grades import lateness
 from tapelab.release import course_config
 
 DUE = datetime(2026, 9, 30, 12, 0, tzinfo=timezone.utc)  # 01_basic_tape's deadline

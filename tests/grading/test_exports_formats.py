@@ -21,7 +21,8 @@ import pytest
 from grade_fixtures import BASIC, TINY
 from insight_class import CLASS, GRADESCOPE_SCHEMA, HOSTILE, build_class
 from tapelab.cli import main
-from tapelab.grading import exports, standings
+from tapelab.grading import exports
+from tapelab.grading.grades import standings
 from tapelab.grading.exports import CanvasError
 from tapelab.grading.records import STATE_FILE, State
 

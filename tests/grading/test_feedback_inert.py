@@ -17,7 +17,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from grade_fixtures import TINY, TINY_HIDDEN, make_course
 from hostile_feedback import HONEST_PNG, MISSING_ATTACHMENT, STUDENT_TEXT, failing, hand_in, hostile
 from tapelab.grading.course import open_course
-from tapelab.grading.handback import InertNotebook, configure_feedback, write_feedback
+from tapelab.grading.handback.page import InertNotebook, configure_feedback, write_feedback
 from tapelab.paths import GRADER
 from tapelab.release import nbgrader_env
 

@@ -17,10 +17,11 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import notebook_hash
 
 from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, run_grade, tiny, write
-from tapelab.grading import refresh
-from tapelab.grading.course import CONFIG_FILE, SETUP_MARKER, ensure_exchange, open_course
-from tapelab.grading.handback import write_feedback
-from tapelab.grading.refresh import FEEDBACK_STATE, ensure_submission_files, refresh_feedback
+from tapelab.grading.handback import refresh
+from tapelab.grading.course import CONFIG_FILE, MOVED_CONFIG_PATHS, SETUP_MARKER, ensure_exchange, open_course
+from tapelab.grading.handback.page import write_feedback
+from tapelab.grading.handback.refresh import FEEDBACK_STATE, refresh_feedback
+from tapelab.grading.intake.stored import ensure_submission_files
 from tapelab.paths import GRADER
 from tapelab.release import EXCHANGE_CONFIG, course_config, nbgrader_env
 
@@ -163,6 +164,33 @@ def test_the_exchange_follows_the_course_folder(course):
     from the very lines of grader/nbgrader_config.py?"""
     assert EXCHANGE_CONFIG in (GRADER / CONFIG_FILE).read_text()
     assert course_config(course.root).Exchange.root == str(course.root / "exchange")
+
+
+def test_a_config_naming_moved_modules_still_loads(course):
+    """Does a course config an earlier tapelab wrote, before grading was split by stage (the late-penalty
+    plugin at tapelab.grading.lateness, feedback set up from tapelab.grading.handback), still load, and is
+    the plugin path, which nbgrader imports by name, rewritten once to where the class lives now?"""
+    from traitlets.utils.importstring import import_item
+
+    from tapelab.grading.grades.lateness import LatePenalty
+
+    course.close()
+    config = course.root / CONFIG_FILE
+    text = config.read_text()
+    old = text.replace("from tapelab.grading.handback.page import", "from tapelab.grading.handback import")
+    for then, now in MOVED_CONFIG_PATHS.items():
+        assert repr(now) in text or f'"{now}"' in text
+        old = old.replace(now, then)
+    assert old != text
+    config.write_text(old)
+    reopened = open_course(course.root)
+    reopened.close()
+    assert [n for n in reopened.notes if "tapelab.grading.lateness.LatePenalty" in n]
+    assert import_item(course_config(course.root).AssignLatePenalties.plugin_class) is LatePenalty
+    assert "from tapelab.grading.handback import" in config.read_text()  # the package's face keeps it working
+    again = open_course(course.root)
+    again.close()
+    assert not [n for n in again.notes if "LatePenalty" in n]
 
 
 def _old_style(root) -> None:

@@ -8,8 +8,9 @@ import nbformat
 import pytest
 
 from grade_fixtures import TINY_HIDDEN, tiny_solution
-from tapelab.grading import guard, handback
-from tapelab.grading.inputs import discover, split_flat_name
+from tapelab.grading.integrity import channel as guard
+from tapelab.grading.handback import page as handback
+from tapelab.grading.intake.discover import discover, split_flat_name
 from tapelab.grading.progress import Progress
 from tapelab.release import nbgrader_env
 
@@ -124,7 +125,7 @@ def test_discover_layouts(tmp_path):
 
 @pytest.mark.parametrize("code,words", [
     ("ex1_1.check = lambda *a: None", "assigns `ex1_1.check`"),
-    ("import tapelab.compare as c\nc.mismatch = None", "assigns `c.mismatch`"),
+    ("import tapelab.checker.compare as c\nc.mismatch = None", "assigns `c.mismatch`"),
     ("get_ipython().showtraceback = print", "showtraceback"),
     ("get_ipython().set_custom_exc((Exception,), f)", "set_custom_exc()"),
     ("get_ipython().input_transformers_post.append(f)", "input_transformers_post"),
@@ -176,7 +177,7 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
 
 def test_local_grading_never_imports_dask():
     """Without --scheduler, Dask is not needed: the CLI, the coordinator and the local pool never import it."""
-    code = ("import sys\nimport tapelab.cli, tapelab.grading.run\nfrom tapelab.grading.pools import LocalPool\n"
+    code = ("import sys\nimport tapelab.cli, tapelab.grading.run\nfrom tapelab.grading.execution.pools import LocalPool\n"
             "LocalPool(1).close()\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
     result = subprocess.run([sys.executable, "-c", code], env=nbgrader_env(), capture_output=True, text=True,
                             timeout=120)
@@ -186,7 +187,7 @@ def test_local_grading_never_imports_dask():
 
 def test_workers_unlike_the_coordinator_are_named_with_the_fix():
     """Does the pre-run check refuse workers with other code, other pins or only some protections, naming each?"""
-    from tapelab.grading.cluster import ClusterError, check, describe
+    from tapelab.grading.execution.cluster import ClusterError, check, describe
 
     here = describe()
     same = {**here, "host": "grader2"}
@@ -208,8 +209,8 @@ def test_workers_unlike_the_coordinator_are_named_with_the_fix():
 
 def test_a_worker_that_cannot_sandbox_refuses_to_execute(monkeypatch):
     """A machine lacking a protection the run asked for runs nothing and says which and why (infra_error)."""
-    from tapelab.grading import worker
-    from tapelab.grading.sandbox import Sandbox, unavailable
+    from tapelab.grading.execution import worker
+    from tapelab.grading.execution.sandbox import Sandbox, unavailable
 
     assert unavailable(Sandbox(isolate=False, rlimits=False)) == []
     monkeypatch.setattr(worker, "unavailable", lambda sandbox: ["namespaces: not running as root"])

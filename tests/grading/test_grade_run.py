@@ -15,9 +15,9 @@ import pytest
 from grade_fixtures import (BASIC, TINY, by_student, cell_scores, fill, load_report, make_course,
                             outputs_text, partial, reference, tiny, write)
 from course import round_trip_submissions
-from tapelab.grading.handback import hidden_lines
+from tapelab.grading.handback.page import hidden_lines
 from tapelab.grading.report import ENTRY_FIELDS
-from tapelab.grading.standings import CSV_FIELDS
+from tapelab.grading.grades.standings import CSV_FIELDS
 from tapelab.paths import SOLUTIONS
 from tapelab.release import nbgrader_env
 
@@ -49,11 +49,11 @@ print("PROCS", len([p for p in os.listdir("/proc") if p.isdigit()]))
 '''
 
 PATCHES = '''
-import tapelab.compare
+import tapelab.checker.compare
 ex1_1.check = lambda *a, **k: None
 ex1_2.check = lambda *a, **k: None
 type(ex1_3).check = lambda *a, **k: None
-tapelab.compare.mismatch = lambda *a, **k: None
+tapelab.checker.compare.mismatch = lambda *a, **k: None
 get_ipython().showtraceback = lambda *a, **k: None
 get_ipython().set_custom_exc((BaseException,), lambda *a, **k: [])
 '''
@@ -272,7 +272,7 @@ def test_monkeypatched_checkers_and_showtraceback_score_nothing(run):
     entry = by_student(run["report"], "patcher")
     assert entry["score"] == 0, entry
     flags = " ".join(entry["flags"])
-    for words in ("ex1_1.check", "tapelab.compare.mismatch", "showtraceback", "set_custom_exc()"):
+    for words in ("ex1_1.check", "tapelab.checker.compare.mismatch", "showtraceback", "set_custom_exc()"):
         assert words in flags, flags
 
 

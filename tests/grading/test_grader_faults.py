@@ -28,7 +28,9 @@ pytestmark = pytest.mark.heavy(90)  # seconds, about: scheduled first (tests/con
 
 FAULTS = r'''
 import json, os, signal, sys
-from tapelab.grading import insight_html, outcomes, pools, run
+from tapelab.grading import outcomes, run
+from tapelab.grading.execution import pools
+from tapelab.grading.insight import page as insight_html
 
 spec = json.loads(os.environ.get("TAPELAB_TEST_FAULTS", "{}"))
 found = run.discover

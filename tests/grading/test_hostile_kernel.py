@@ -11,8 +11,9 @@ from nbformat.v4 import new_code_cell
 
 from grade_fixtures import TINY, TINY_HIDDEN, by_student, fill, load_report, make_course, run_grade, tiny, write
 from hostile_set import MALFORMED
-from tapelab.grading import executor, worker
-from tapelab.grading.sandbox import Sandbox
+from tapelab.grading.execution import executor
+from tapelab.grading.execution import worker
+from tapelab.grading.execution.sandbox import Sandbox
 
 pytestmark = pytest.mark.heavy(100)  # seconds, about: scheduled first (tests/conftest.py)
 

@@ -16,9 +16,9 @@ import nbformat
 import pytest
 
 from grade_fixtures import TINY, fill, load_report, make_course, run_grade, tiny
-from tapelab.grading import archive
-from tapelab.grading.inputs import InputError, discover
-from tapelab.grading.standings import Standing, write_grades_csv
+from tapelab.grading.intake import archive
+from tapelab.grading.intake.discover import InputError, discover
+from tapelab.grading.grades.standings import Standing, write_grades_csv
 from tapelab.grading.statuses import FINAL, GRADED_STATUSES, STATUSES
 
 KNOWN = {"01_basic_tape": "01_basic_tape", TINY: TINY}

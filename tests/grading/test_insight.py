@@ -21,9 +21,11 @@ import pytest
 from grade_fixtures import BASIC, TINY, TINY_HIDDEN, released
 from insight_class import GRADESCOPE_SCHEMA, CLASS, ERROR, HIDDEN, HOSTILE, NAMES, OK, SECONDS, STUB, build_class
 from tapelab.causes import CAUSES
-from tapelab.grading import exports, insight, standings
+from tapelab.grading import exports
+from tapelab.grading.insight import tables as insight
+from tapelab.grading.grades import standings
 from tapelab.grading.records import STATE_FILE, State
-from tapelab.grading.review import review
+from tapelab.grading.insight.review import review
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
@@ -244,7 +246,8 @@ def test_review_groups_every_answer_by_cause_then_outcome(course):
 
 def test_refresh_writes_the_insight_beside_grades_csv(course, monkeypatch):
     """Does the refresh at the end of `tapelab grade` (and `tapelab feedback`) write the insight?"""
-    from tapelab.grading import derived, refresh
+    from tapelab.grading import outputs as derived
+    from tapelab.grading.handback import refresh
     from tapelab.grading.course import open_course
 
     monkeypatch.setattr(refresh, "refresh_feedback", lambda course, force=False: refresh.Refreshed())

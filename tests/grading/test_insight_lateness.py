@@ -15,8 +15,9 @@ import pytest
 
 from grade_fixtures import BASIC, TINY
 from late_class import LATE, build_late_class, db_url
-from tapelab.grading import insight, standings
-from tapelab.grading.lateness import LatePenalty
+from tapelab.grading.insight import tables as insight
+from tapelab.grading.grades import standings
+from tapelab.grading.grades.lateness import LatePenalty
 from tapelab.grading.records import STATE_FILE, State
 from tapelab.release import course_config
 

@@ -20,8 +20,9 @@ from grade_fixtures import BASIC
 from late_class import LATE, build_late_class, db_url
 from services import PostgresServer
 from tapelab.cli import main
-from tapelab.grading import insight, standings
-from tapelab.grading.attempts import exercise_label
+from tapelab.grading.grades import standings
+from tapelab.grading.grades.attempts import exercise_label
+from tapelab.grading.grades.cells import cell_grades
 from tapelab.grading.records import STATE_FILE, State
 
 # Released, never submitted: names that bytes and ICU's en-US order apart (bytes put A_10 and ex7_10_test first).
@@ -105,7 +106,7 @@ def _outputs(course: Path, url: str, work: Path) -> dict[str, str]:
         _run("export", "gradescope", "--course", str(course), "--student", row.student, "--notebook", row.notebook,
              "--out", str(target))
         files[target.name] = target.read_text()
-    cells, _ = insight.cell_grades(url)
+    cells, _ = cell_grades(url)
     files |= {f"review {gid}": _run("review", exercise_label(gid), "--course", str(course)) for *_, gid, _ in cells}
     return files
 

@@ -12,7 +12,7 @@ import textwrap
 SETUP = textwrap.dedent('''
     import json, sys, fractions, textwrap
     from IPython.core.interactiveshell import InteractiveShell
-    from tapelab.grading.guard import REPORT_EXPRESSION, Session
+    from tapelab.grading.integrity.channel import REPORT_EXPRESSION, Session
 
     shell = InteractiveShell.instance()
     session = Session(imports=[], sys_path=list(sys.path))

@@ -11,9 +11,10 @@ from datetime import datetime, timezone
 import pytest
 from grade_fixtures import TINY, fill, make_course, run_grade, tiny, write
 
-from tapelab.grading import lateness, standings
-from tapelab.grading.lateness import DueError, LatePenalty, parse_due
-from tapelab.grading.roster import RosterError, read_roster
+from tapelab.grading.grades import lateness
+from tapelab.grading.grades import standings
+from tapelab.grading.grades.lateness import DueError, LatePenalty, parse_due
+from tapelab.grading.intake.roster import RosterError, read_roster
 from tapelab.release import course_config, nbgrader_env
 
 DUE = "09_fixture=2026-05-01T14:00:00+02:00"  # 12:00 UTC

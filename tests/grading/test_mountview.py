@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tapelab.grading.mountview import drop_siblings
+from tapelab.grading.execution.mountview import drop_siblings
 
 UMOUNT = shutil.which("umount")
 # `umount` as the script finds it on PATH: the first call detaches the mount, as the host's removal of the

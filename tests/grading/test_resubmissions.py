@@ -10,9 +10,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tapelab.grading.archive import MAX_ENTRY_BYTES
-from tapelab.grading.inputs import InputError, discover, is_older
-from tapelab.grading.roster import RosterError, read_roster
+from tapelab.grading.intake.archive import MAX_ENTRY_BYTES
+from tapelab.grading.intake.discover import InputError, discover, is_older
+from tapelab.grading.intake.roster import RosterError, read_roster
 from tapelab.grading.statuses import FINAL, GRADED_STATUSES, STATUSES
 
 KNOWN = {"01_basic_tape": "01_basic_tape", "09_fixture": "09_fixture"}

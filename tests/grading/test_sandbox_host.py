@@ -24,9 +24,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from grade_fixtures import TINY, by_student, fill, load_report, make_course, outputs_text, run_grade, tiny, write
-from tapelab.grading.pools import LocalPool
-from tapelab.grading.sandbox import SCRATCH_ROOT, TEMP_DIRS, UID_BASE, UID_SLOTS, Limits, Sandbox, Slot
-from tapelab.grading.worker import Settings, execute
+from tapelab.grading.execution.pools import LocalPool
+from tapelab.grading.execution.sandbox import SCRATCH_ROOT, TEMP_DIRS, UID_BASE, UID_SLOTS, Limits, Sandbox, Slot
+from tapelab.grading.execution.worker import Settings, execute
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
@@ -244,7 +244,7 @@ def test_an_environment_others_cannot_read_is_refused_before_grading(closed_chec
 def test_a_dask_worker_whose_environment_others_cannot_read_is_refused():
     """Does the pre-run check of Dask workers stop the run when a worker's kernels could not read its
     Python environment, naming the worker and the fix?"""
-    from tapelab.grading.cluster import ClusterError, check, describe
+    from tapelab.grading.execution.cluster import ClusterError, check, describe
 
     here = describe()
     problem = "the grading kernels run as an unprivileged user, who cannot read the Python environment /x/.venv"
@@ -337,7 +337,7 @@ def test_no_process_of_a_killed_run_survives(course, tmp_path, how):
 
 STRANDED = """
 import os, signal
-from tapelab.grading.sandbox import Sandbox, Slot
+from tapelab.grading.execution.sandbox import Sandbox, Slot
 slot = Slot(Sandbox(isolate=True, rlimits=True))
 print(slot.uid, slot.scratch, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)

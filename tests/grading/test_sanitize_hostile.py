@@ -11,7 +11,7 @@ import pytest
 
 from grade_fixtures import (BASIC, TINY, TINY_HIDDEN, by_student, fill, load_report, make_course, reference,
                             run_grade, tiny)
-from tapelab.grading import sanitize
+from tapelab.grading.prepare import sanitize
 from tapelab.grading.course import open_course
 from tapelab.grading.run import OUTPUT_LIMIT
 

@@ -29,7 +29,7 @@ from nbconvert import HTMLExporter
 
 from formgrader import formgrader
 from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, tiny, write
-from tapelab.grading.handback import PAGE
+from tapelab.grading.handback.page import PAGE
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 

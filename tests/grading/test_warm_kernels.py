@@ -22,8 +22,9 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from grade_fixtures import BASIC, TINY, cell_scores, fill, load_report, make_course, reference, tiny, write
 from course import round_trip_submissions
-from tapelab.grading import warm, worker
-from tapelab.grading.sandbox import UID_BASE, UID_SLOTS, Sandbox, SandboxError, Slot, protections
+from tapelab.grading.execution import warm
+from tapelab.grading.execution import worker
+from tapelab.grading.execution.sandbox import UID_BASE, UID_SLOTS, Sandbox, SandboxError, Slot, protections
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 

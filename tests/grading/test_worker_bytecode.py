@@ -3,7 +3,7 @@ import importlib.util
 import struct
 from pathlib import Path
 
-from tapelab.grading import worker
+from tapelab.grading.execution import worker
 
 
 def test_the_worker_writes_bytecode_a_kernel_would_accept():

@@ -2,7 +2,7 @@
 
 A run executes the notebook's setup cell, the answer cell (with its source registered for
 `inspect`, see answers.define), then the exercise's locked test cell: the visible part, then the
-hidden part, with `tapelab.exercise._user_namespace` pointed at that namespace (as
+hidden part, with `tapelab.checker.exercise._user_namespace` pointed at that namespace (as
 tests/exercises/test_checkers.py does). Like nbgrader, the test cell fails on any exception and
 on any output to stderr; an error in the answer cell itself is recorded but not graded.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import nbformat
 
-import tapelab.exercise
+import tapelab.checker.exercise
 from answers import define
 from course import grade_cell_of
-from tapelab.feedback import Feedback, NotAttempted
+from tapelab.checker.messages import Feedback, NotAttempted
 from tapelab.paths import SOLUTIONS
 from tapelab.quiet import StderrFd
 
@@ -169,12 +169,12 @@ def _kernel_warning_filters() -> None:
 
 @contextmanager
 def _user_namespace(namespace: dict):
-    saved = tapelab.exercise._user_namespace
-    tapelab.exercise._user_namespace = lambda: namespace
+    saved = tapelab.checker.exercise._user_namespace
+    tapelab.checker.exercise._user_namespace = lambda: namespace
     try:
         yield
     finally:
-        tapelab.exercise._user_namespace = saved
+        tapelab.checker.exercise._user_namespace = saved
 
 
 @contextmanager

@@ -127,8 +127,8 @@ def _toy(visible, hidden="", setup="x = 1"):
 
 @pytest.mark.parametrize("visible,hidden,outcome,part", [
     ("pass", "", "passed", ""),
-    ("from tapelab.feedback import Incorrect\nraise Incorrect('`y` is wrong.')", "", "incorrect", "visible"),
-    ("pass", "from tapelab.feedback import NotAttempted\nraise NotAttempted('stub')", "not_attempted", "hidden"),
+    ("from tapelab.checker.messages import Incorrect\nraise Incorrect('`y` is wrong.')", "", "incorrect", "visible"),
+    ("pass", "from tapelab.checker.messages import NotAttempted\nraise NotAttempted('stub')", "not_attempted", "hidden"),
     ("{}['key']", "", "raw_exception", "visible"),
     ("import sys\nsys.stderr.write('noise')", "", "stderr", "visible"),
     ("import os\nos.write(2, b'C++ log line')", "", "stderr", "visible"),

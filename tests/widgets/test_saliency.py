@@ -3,7 +3,7 @@ unwatched input, the cached background, and the view's controls."""
 import numpy as np
 import pytest
 
-from tapelab.oracle import numeric_gradient
+from tapelab.checker.oracle import numeric_gradient
 from tapelab.widgets.saliency import SaliencyExplorer, SaliencyModel
 
 BOWL, SADDLE, NET = "bowl: x1² + x2²", "saddle: x1² − x2²", "tanh network"

@@ -7,12 +7,12 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, wrong_value
-from tapelab.compare import allclose, fmt, mismatch, to_numpy
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
-from tapelab.mistakes import Explanation, explain_none, none_feedback
-from tapelab.oracle import numeric_gradient
+from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.compare import allclose, fmt, mismatch, to_numpy
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.explanations import Explanation, explain_none, none_feedback
+from tapelab.checker.oracle import numeric_gradient
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
 

@@ -7,12 +7,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, wrong_value
-from tapelab.compare import mismatch
+from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.compare import mismatch
 from tapelab.diagnose import CAUSES, blocking_call
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
-from tapelab.mistakes import explain_none
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.explanations import explain_none
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5"]
 

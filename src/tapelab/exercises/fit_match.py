@@ -11,12 +11,12 @@ from typing import Iterator
 import keras
 import numpy as np
 
-from tapelab.alternatives import Alternative, because
+from tapelab.checker.wrong_answers import Alternative, because
 import tensorflow as tf
 
-from tapelab.compare import agrees, all_close, allclose, fmt, fmt_pair
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
+from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
 from tapelab.quiet import Quiet
 
 __all__ = ["FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]

@@ -7,13 +7,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, diagnose, wrong_value
-from tapelab.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
-from tapelab.exercise import Exercise
+from tapelab.checker.wrong_answers import Alternative, matching_alternative, wrong_value
+from tapelab.checker.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
+from tapelab.checker.exercise import Exercise
 from tapelab.exercises.fit_match import FitCase, FitMatch, combined_dtypes, dtype_policy, worked_example
 from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
 from tapelab.exercises.guarded_step import GuardedStep
-from tapelab.feedback import Incorrect
+from tapelab.checker.messages import Incorrect
 
 __all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "worked_example"]
 
@@ -135,7 +135,7 @@ class TwoOptimizers(Exercise):
         own = ("Each `LossScaleOptimizer` keeps a scale of its own, and the two drift apart in training (each halves "
                "its scale when its own gradients overflow). Differentiate `opt_a.scale_loss(loss)` for the first "
                "layer's variables and `opt_b.scale_loss(loss)` for the others: one persistent tape gives both.")
-        found = diagnose(want, got, [
+        found = matching_alternative(want, got, [
             Alternative("loss not scaled", moves("none"), "loss-not-scaled",
                         "Those are the moves of a step that never scales its loss. Each optimizer here is a "
                         "`LossScaleOptimizer`, whose `apply` divides the gradients by its loss scale "

@@ -13,9 +13,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.compare import fmt_pair
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
+from tapelab.checker.compare import fmt_pair
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
 
 __all__ = ["GuardedStep", "MatrixCase", "matrix"]
 

@@ -7,13 +7,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, because, ratio_of, wrong_value
-from tapelab.compare import agrees, all_close, allclose, fmt_pair, to_numpy
-from tapelab.exercise import Exercise
+from tapelab.checker.wrong_answers import Alternative, because, ratio_of, wrong_value
+from tapelab.checker.compare import agrees, all_close, allclose, fmt_pair, to_numpy
+from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.exercises.training_loop import ex2_4
-from tapelab.feedback import Incorrect
-from tapelab.mistakes import none_feedback
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.explanations import none_feedback
 
 __all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "worked_example"]
 

@@ -8,12 +8,12 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, swapped_item, wrong_value
-from tapelab.compare import fmt, mismatch
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
-from tapelab.mistakes import none_feedback
-from tapelab.oracle import numeric_gradient
+from tapelab.checker.wrong_answers import Alternative, swapped_item, wrong_value
+from tapelab.checker.compare import fmt, mismatch
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.explanations import none_feedback
+from tapelab.checker.oracle import numeric_gradient
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
 

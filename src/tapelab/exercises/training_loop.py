@@ -12,10 +12,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, wrong_value
-from tapelab.exercise import Exercise
+from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import bn_case, dense_model, train_step_fn, worked_example
-from tapelab.feedback import Incorrect
+from tapelab.checker.messages import Incorrect
 
 __all__ = ["ex2_4"]
 

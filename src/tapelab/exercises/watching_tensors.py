@@ -6,12 +6,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.alternatives import Alternative, wrong_value
-from tapelab.compare import fmt, to_numpy
-from tapelab.exercise import Exercise
-from tapelab.feedback import Incorrect
-from tapelab.mistakes import none_feedback
-from tapelab.oracle import numeric_gradient
+from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.compare import fmt, to_numpy
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.explanations import none_feedback
+from tapelab.checker.oracle import numeric_gradient
 
 __all__ = ["ex3_1", "ex3_2", "ex3_3", "ex3_4"]
 

@@ -1,20 +1,18 @@
-"""Grading student submissions with nbgrader underneath: `tapelab grade` (see `grade`), `tapelab feedback`.
+"""Grading student submissions with nbgrader underneath: `tapelab grade` and `tapelab feedback`.
 
-Modules, one concept each: inputs (find submissions), archive (safe zip), lms (LMS download names),
-resubmissions (which of a student's files counts), roster (ids and names), course (the nbgrader
-course and its exchange), gradebook (its URL, checks and first use), sanitize and rebuild
-(pre-execution: a submission rebuilt on its release), hidden (visible and hidden parts of a test
-cell), worker/executor/sandbox (execution of untrusted code), guard, kernel_guard and scan
-(defences against gaming the checks), pools (local processes) and cluster (Dask workers, only with
---scheduler), finalize (gradebook writes), standings (every grade of the gradebook, grades.csv),
-handback (inert feedback HTML) and refresh (feedback pages that follow the gradebook), derived (both
-refreshed together), records (state, log), report (report.json, summary), progress, run and
-outcomes (the coordinator).
+A submission flows through the stages, each a package: `intake` (find and choose submissions, store them
+as nbgrader does), `prepare` (rebuild each on its release), `execution` (run it in a sandboxed kernel, in
+a worker), `integrity` (the defences against gaming the checks, in that kernel), `grades` (into and out of
+nbgrader's gradebook), then, from the gradebook, `handback` (each student's feedback page), `insight`
+(the instructor's class report) and `exports` (Canvas, Gradescope, long CSV). `run` and `outcomes` are the
+coordinator and its book, the only code that calls across stages; `outputs` is what is refreshed from the
+gradebook together. Shared by every stage: `course`, `gradebook`, `records`, `statuses`, `hidden`,
+`progress`; `report` writes report.json and the summary. docs/architecture.md draws it.
 """
-from tapelab.grading.course import CourseError
-from tapelab.grading.gradebook import GradebookError
-from tapelab.grading.inputs import InputError
-from tapelab.grading.run import Options, grade
-from tapelab.grading.statuses import STATUSES
+from tapelab.lazy import face
 
 __all__ = ["CourseError", "GradebookError", "InputError", "Options", "STATUSES", "grade"]
+
+__getattr__, __dir__ = face(__name__, {
+    "CourseError": "course", "GradebookError": "gradebook", "InputError": "intake.discover",
+    "Options": "run", "STATUSES": "statuses", "grade": "run"})

@@ -22,19 +22,22 @@ from pathlib import Path
 import nbformat
 from traitlets.config import Config
 
+from tapelab.errors import UsageError
 from tapelab.grading.gradebook import GradebookError, check_url, first_use, inspect_gradebook, redact, setup_lock
 from tapelab.grading.records import Unwritable, atomic_write_text, check_writable
 from tapelab.paths import assignment_names
 from tapelab.release import CONFIG_FILE, course_config
 
-__all__ = ["Course", "CourseError", "ensure_exchange", "open_course"]
+__all__ = ["Course", "CourseError", "ensure_exchange", "follow_moves", "open_course"]
 
 LOCK_FILE = ".tapelab-grade.lock"
 SETUP_MARKER = ".tapelab-setup"  # "started" while tapelab sets the folder up, "complete" after
+# Import paths an earlier tapelab wrote into a course's config, and where those names live now.
+MOVED_CONFIG_PATHS = {"tapelab.grading.lateness.LatePenalty": "tapelab.grading.grades.lateness.LatePenalty"}
 OUTPUT_FOLDERS = ("submitted", "autograded", "feedback")
 
 
-class CourseError(ValueError):
+class CourseError(UsageError, ValueError):
     """The course folder is not usable (not an nbgrader course, nothing released)."""
 
 
@@ -48,7 +51,7 @@ class Course:
     known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
     lock: object = None  # the open lock file, held while this process grades here
     notes: list[str] = field(default_factory=list)  # what opening the folder did that the instructor should know
-    exporter: object = field(default=None, repr=False, compare=False)  # feedback pages' (handback.feedback_exporter)
+    exporter: object = field(default=None, repr=False, compare=False)  # feedback pages' (handback.page.feedback_exporter)
 
     def close(self) -> None:
         """Let another `tapelab grade` work in this folder."""
@@ -196,6 +199,7 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, sa
             f"--course {root} is not an nbgrader course (no {CONFIG_FILE}): pass an empty or new "
             "folder to have one set up, or the folder where you ran `nbgrader generate_assignment`")
     os.chmod(root, 0o700)
+    notes += follow_moves(root)
     config = course_config(root)
     configured = _db_url(config, root)
     if db_url and db_url != configured:
@@ -215,6 +219,21 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, sa
         notes += exchange
         config = course_config(root)
     return Course(root, config, configured, known, notes=notes)
+
+
+def follow_moves(root: Path) -> list[str]:
+    """Rewrite the import paths of MOVED_CONFIG_PATHS in the course's config (as written by an earlier
+    tapelab) to where the names live now, so nbgrader finds them; return notes for the instructor."""
+    config_file = root / CONFIG_FILE
+    text = config_file.read_text()
+    moved = {old: new for old, new in MOVED_CONFIG_PATHS.items() if repr(old) in text or f'"{old}"' in text}
+    if not moved:
+        return []
+    for old, new in moved.items():
+        text = text.replace(repr(old), repr(new)).replace(f'"{old}"', f'"{new}"')
+    atomic_write_text(config_file, text, mode=config_file.stat().st_mode & 0o777)
+    return [f"{config_file} named {old}, which this tapelab keeps at {new}: the config now names {new}"
+            for old, new in moved.items()]
 
 
 def ensure_exchange(root: Path, known: dict[str, str]) -> list[str]:

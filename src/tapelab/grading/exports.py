@@ -1,7 +1,7 @@
 """Grades for an LMS, from the gradebook: Canvas's gradebook import CSV, Gradescope's autograder
 `results.json`, and a long CSV (one row per student and exercise) any other system can read.
 
-Scores are the gradebook's (`standings`, `insight.cell_grades`: manual scores and late penalties
+Scores are the gradebook's (`standings`, `grades.cells`: manual scores and late penalties
 included). The cause column and Gradescope's per-test output come from the autograded notebook's
 visible test output, which never holds a hidden test (hidden parts run where nobody sees the
 output); as a second line of defence, any output line that quotes a line of a hidden test (from the
@@ -33,9 +33,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tapelab.grading import attempts as attempts_
-from tapelab.grading.insight import cell_grades, classify
-from tapelab.grading.standings import Standing, _cell
+from tapelab.errors import UsageError
+from tapelab.grading.grades import attempts as attempts_
+from tapelab.grading.grades.cells import cell_grades, classify
+from tapelab.grading.grades.standings import Standing, csv_value
 
 __all__ = ["CANVAS_FIELDS", "LONG_FIELDS", "Canvas", "CanvasError", "canvas_csv", "long_csv", "gradescope_results",
            "withhold"]
@@ -50,7 +51,7 @@ _CANVAS_TITLE_AND_ID = re.compile(r"(.*)\s\((\d+)\)", re.ASCII)  # Canvas's Assi
 def _write(rows: list[list]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows([[_cell(v) for v in row] for row in rows])
+    writer.writerows([[csv_value(v) for v in row] for row in rows])
     return buffer.getvalue()
 
 
@@ -62,7 +63,7 @@ class Canvas:
     unmatched: list[str] = field(default_factory=list)
 
 
-class CanvasError(ValueError):
+class CanvasError(UsageError, ValueError):
     """An assignment column Canvas would not file as asked (an id that is not one, a notebook not released,
     a name Canvas reads as an id); the message names the fix."""
 

@@ -18,13 +18,15 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from tapelab.errors import UsageError
+
 __all__ = ["GradebookError", "check_url", "redact", "setup_lock", "inspect_gradebook", "first_use"]
 
 # pg_advisory_lock key: any fixed 64-bit number that other applications are unlikely to use.
 _ADVISORY_KEY = 0x7A9E1AB
 
 
-class GradebookError(ValueError):
+class GradebookError(UsageError, ValueError):
     """The gradebook URL cannot be used (bad syntax, driver not installed, server unreachable)."""
 
 

@@ -3,16 +3,19 @@
 Mixed into `run.Coordinator`, which owns execution. Here: what becomes of inputs that are not
 executed (judged at discovery, older than what is graded, missing), how each outcome is recorded
 (state, history, log, progress), and the end of a run, where every score is read back from the
-gradebook (`derived.refresh`), so report.json, grades.csv and the feedback agree with it.
+gradebook (`outputs.refresh`), so report.json, grades.csv and the feedback agree with it.
 """
 from __future__ import annotations
 
 import functools
 import time
 
-from tapelab.grading import derived, finalize, lateness, report as reports
+from tapelab.grading import report as reports
+from tapelab.grading import outputs as refreshed
+from tapelab.grading.grades import autograde
+from tapelab.grading.grades import lateness
 from tapelab.grading.gradebook import redact
-from tapelab.grading.inputs import Candidate, is_older, student_problem
+from tapelab.grading.intake.discover import Candidate, is_older, student_problem
 from tapelab.grading.records import LOG_FILE, STATE_FILE, State
 from tapelab.grading.statuses import GRADED_STATUSES
 
@@ -42,7 +45,7 @@ class Outcomes:
     def maxima(self) -> dict[str, float]:
         """Max score per notebook, from the gradebook (empty, with a warning, when it cannot be read)."""
         try:
-            return finalize.max_scores(self.course)
+            return autograde.max_scores(self.course)
         except Exception as error:
             self._warn(f"the max scores could not be read from the gradebook {redact(self.course.db_url)} "
                        f"({what(error)}): missing notebooks are listed without one; rerun to fill them in")
@@ -51,7 +54,7 @@ class Outcomes:
     def _rejected(self, cand: Candidate, status: str | None = None, reason: str | None = None) -> dict:
         """The entry of a file that is not executed. A missing notebook scores 0 of its max score; a file
         of a known student and notebook that could not be graded gets a 0 with the reason in the gradebook
-        (`finalize.record_ungraded`), so formgrader, export and grades.csv list the student."""
+        (`autograde.record_ungraded`), so formgrader, export and grades.csv list the student."""
         status, reason = status or cand.status, reason or cand.reason
         score = max_score = None
         if status == "missing_notebook" or (status in _UNGRADABLE and cand.student and cand.notebook):
@@ -62,7 +65,7 @@ class Outcomes:
             stored = self.state.entries.get(key)
             if stored is None or stored.get("status") not in GRADED_STATUSES:
                 if status != "missing_notebook":
-                    finalize.record_ungraded(self.course, cand.student, cand.assignment, cand.notebook, reason,
+                    autograde.record_ungraded(self.course, cand.student, cand.assignment, cand.notebook, reason,
                                              cand.submitted_at)
                 self._complete(key, entry)
                 return entry
@@ -122,7 +125,7 @@ class Outcomes:
         if self.log.failed:
             self._warn(f"{LOG_FILE} could not be written ({self.log.failed}): the report lists every submission")
         try:
-            finalize.name_students(self.course, self.people)
+            autograde.name_students(self.course, self.people)
         except Exception as error:
             self._warn(f"the students' names could not be written to the gradebook ({what(error)}): rerun")
         late = None
@@ -132,7 +135,7 @@ class Outcomes:
         except Exception as error:
             self._warn(f"the late penalties could not be updated in the gradebook ({what(error)}): rerun")
         self.progress.say("refreshing feedback and grades.csv from the gradebook")
-        outputs = derived.refresh(self.course, self.state.entries)
+        outputs = refreshed.refresh(self.course, self.state.entries)
         for problem in outputs.problems:
             self._warn(problem)
         self._rescore(outputs.rows)

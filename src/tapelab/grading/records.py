@@ -22,6 +22,7 @@ from pathlib import Path
 
 import jsonschema
 
+from tapelab.errors import UsageError
 from tapelab.grading.statuses import STATUSES
 
 __all__ = ["atomic_write_text", "content_hash", "check_writable", "Unwritable", "State", "JsonLog",
@@ -52,7 +53,7 @@ STATE_SCHEMA = {
 }
 
 
-class Unwritable(ValueError):
+class Unwritable(UsageError, ValueError):
     """A file or folder the run must write cannot be written; the message names it and the fix."""
 
 

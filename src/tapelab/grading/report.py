@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tapelab.grading.progress import printable
 from tapelab.grading.records import atomic_write_text
-from tapelab.grading.standings import Standing, distribution
+from tapelab.grading.grades.standings import Standing, distribution
 from tapelab.grading.statuses import STATUSES
 
 __all__ = ["ENTRY_FIELDS", "build_report", "write_report", "summary_table"]

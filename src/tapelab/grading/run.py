@@ -1,4 +1,4 @@
-"""The coordinator of `tapelab grade`: inputs -> sanitize -> workers execute -> gradebook -> outputs.
+"""The coordinator of `tapelab grade`: intake -> prepare -> workers execute -> gradebook -> outputs.
 
 Only this process writes the gradebook, the course folder and the records; workers (a local
 process pool, or a Dask cluster with `scheduler`) get a notebook as JSON plus settings and return
@@ -11,8 +11,8 @@ failing pool, an interrupt (Ctrl-C, SIGTERM) or a file that disappears mid-run d
 the submissions it touched. Whatever happens, report.json and grades.csv are written.
 
 The gradebook is the one source of scores: at the end of every run the feedback pages and
-grades.csv are refreshed from it (`derived`), and the report's scores are read back from it.
-The newest submission of a student's notebook wins (`inputs`); an input older than the one already
+grades.csv are refreshed from it (`outputs`), and the report's scores are read back from it.
+The newest submission of a student's notebook wins (`intake.resubmissions`); an input older than the one already
 graded is `superseded`, never graded over it, unless `--prefer` names it.
 """
 from __future__ import annotations
@@ -29,25 +29,31 @@ from pathlib import Path
 
 import nbformat
 
-from tapelab.grading import derived, finalize, guard, insight_html, lateness, sanitize
+from tapelab.grading import outputs
+from tapelab.grading.grades import autograde
+from tapelab.grading.integrity.scan import scan
+from tapelab.grading.insight import page as insight_page
+from tapelab.grading.grades import lateness
+from tapelab.grading.prepare import sanitize
 from tapelab.grading.course import Course, open_course
 from tapelab.grading.gradebook import redact
-from tapelab.grading.inputs import Candidate, InputError, discover
+from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
-from tapelab.grading.pools import LocalPool
+from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
 from tapelab.grading.records import LOG_FILE, STATE_FILE, JsonLog, State, check_writable, content_hash
-from tapelab.grading.refresh import ensure_submission_files, refresh_feedback
-from tapelab.grading.roster import read_roster
-from tapelab.grading.sandbox import Sandbox, protections
+from tapelab.grading.handback.refresh import refresh_feedback
+from tapelab.grading.intake.stored import ensure_submission_files
+from tapelab.grading.intake.roster import read_roster
+from tapelab.grading.execution.sandbox import Sandbox, protections
 from tapelab.grading.statuses import FINAL, worst
-from tapelab.grading.worker import Settings
+from tapelab.grading.execution.worker import Settings
 from tapelab.paths import GRADER, REPO, SOLUTIONS
 
 __all__ = ["Options", "grade"]
 
 OUTPUT_LIMIT = 10 * 1024**2
-GRADES_FILE = derived.GRADES_FILE
+GRADES_FILE = outputs.GRADES_FILE
 _REPO_PRIVATE = (SOLUTIONS, GRADER, REPO / ".git", REPO / "tests", REPO / "test-output", REPO / "bench")
 _RERUN = "the grader's fault, not the student's: rerun `tapelab grade` to grade it"
 
@@ -74,7 +80,7 @@ class Options:
 
 def _pool(options: Options):
     if options.scheduler:
-        from tapelab.grading.cluster import DaskPool
+        from tapelab.grading.execution.cluster import DaskPool
 
         return DaskPool(options.scheduler)
     return LocalPool(options.jobs)
@@ -193,7 +199,7 @@ class Coordinator(Outcomes):
         except sanitize.Invalid as error:
             return self._rejected(cand, "invalid_notebook", str(error))
         release = self.course.release_notebook(cand.assignment, cand.notebook)
-        flags = prepared.flags + guard.scan(_student_cells(prepared.nb, release))
+        flags = prepared.flags + scan(_student_cells(prepared.nb, release))
         return (key, digest, prepared, flags)
 
     def _prepared(self, cand: Candidate):
@@ -210,7 +216,7 @@ class Coordinator(Outcomes):
     # -- after execution ----------------------------------------------------------------------------
     def _finish(self, cand: Candidate, task, result: dict, started: float) -> dict:
         key, digest, prepared, flags = task
-        executed = finalize.executed_notebook(result)
+        executed = autograde.executed_notebook(result)
         facts = result["facts"]
         flags = flags + facts.get("flags", [])
         if executed is None:
@@ -228,13 +234,13 @@ class Coordinator(Outcomes):
         if prepared.stripped:
             status, reason = worst(status, "output_limit"), "; ".join(filter(None, [prepared.stripped, reason]))
         submitted = self.course.path("submitted", cand.student, cand.assignment, cand.notebook)
-        finalize.record_submission(self.course, cand.student, cand.assignment, submitted)
-        finalize.save_grades(self.course, executed, cand.student, cand.assignment, cand.notebook, review=bool(flags))
+        autograde.record_submission(self.course, cand.student, cand.assignment, submitted)
+        autograde.save_grades(self.course, executed, cand.student, cand.assignment, cand.notebook, review=bool(flags))
         if flags:
-            finalize.explain(self.course, cand.student, cand.assignment, cand.notebook, finalize.review_note(
+            autograde.explain(self.course, cand.student, cand.assignment, cand.notebook, autograde.review_note(
                 flags, submitted.relative_to(self.course.root), prepared.originals))
         refresh_feedback(self.course, only={key})  # now, while kernels run; a failure is retried at the end
-        score, max_score = finalize.scores(self.course, cand.student, cand.assignment, cand.notebook)
+        score, max_score = autograde.scores(self.course, cand.student, cand.assignment, cand.notebook)
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)
         entry = entry_of(cand, status, reason, flags, score, max_score, hash=digest, seconds=seconds, regraded=True,
@@ -247,7 +253,7 @@ class Coordinator(Outcomes):
         """The entry of one result: any fault of the result or of saving it is that submission's infra_error."""
         try:
             return self._finish(cand, task, result, time.monotonic())
-        except finalize.MalformedResult as error:
+        except autograde.MalformedResult as error:
             why = f"the worker returned a malformed result ({error})"
         except Exception as error:
             why = f"saving the executed notebook failed ({what(error)})"
@@ -329,7 +335,7 @@ class Coordinator(Outcomes):
             if not self.queue and not plotting:
                 plotting = True
                 try:
-                    insight_html.load_plotting()
+                    insight_page.load_plotting()
                 except Exception:  # never costs the grading: the insight at the end reports the same failure
                     pass
             if not len(self.pool):

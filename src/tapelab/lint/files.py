@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tapelab.lint.model import CHECKERS, RULES, Finding, find_rule
+from tapelab.errors import UsageError
+from tapelab.lint.model import CHECKERS, RULES, Finding, UnknownRule, find_rule
 
 __all__ = ["Config", "load_config", "lint_tree", "lint_source", "lint_text", "lint_file", "expand", "pragmas"]
 
@@ -49,14 +50,22 @@ def _codes(values: Iterable[str]) -> frozenset[str]:
     return frozenset(c for r in rules for c in (r.code, r.number))
 
 
+class ConfigError(UsageError, ValueError):
+    """The `[tool.tapelab.lint]` table cannot be used: pyproject.toml does not parse, or names an unknown rule."""
+
+
 def load_config(start: Path) -> Config:
-    """The `[tool.tapelab.lint]` table of the nearest `pyproject.toml` at or above `start` (defaults if none)."""
+    """The `[tool.tapelab.lint]` table of the nearest `pyproject.toml` at or above `start` (defaults if none);
+    ConfigError when it cannot be used."""
     for folder in [start.resolve(), *start.resolve().parents]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
-            table = tomllib.loads(candidate.read_text()).get("tool", {}).get("tapelab", {}).get("lint", {})
-            return Config(_codes(table.get("select", [])), _codes(table.get("ignore", [])),
-                          tuple(table.get("exclude", [])))
+            try:
+                table = tomllib.loads(candidate.read_text()).get("tool", {}).get("tapelab", {}).get("lint", {})
+                return Config(_codes(table.get("select", [])), _codes(table.get("ignore", [])),
+                              tuple(table.get("exclude", [])))
+            except (ValueError, UnknownRule) as error:  # TOMLDecodeError is a ValueError
+                raise ConfigError(f"[tool.tapelab.lint] in pyproject.toml: {error}") from None
     return Config()
 
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tapelab.causes import Cause, cause
+from tapelab.errors import UsageError
 
-__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "define", "checker", "find_rule", "finding"]
+__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "define", "checker", "find_rule", "finding", "UnknownRule"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class Rule:
         """The catalogued cause, with its title and fix."""
         return cause(self.code)
 
+    def explanation(self) -> str:
+        """The rule's documentation as docs/lint.md gives it and `tapelab lint --explain` prints it: heading,
+        the catalogue's fix, then what it does, why it is bad, an example and what to use instead."""
+        return f"### {self.number} `{self.code}`: {self.cause.title}\n\n**Fix**: {self.cause.fix}\n\n{self.doc}\n"
+
 
 RULES: dict[str, Rule] = {}  # cause code -> rule, in definition order
 CHECKERS: list[tuple[tuple[str, ...], Callable[[ast.Module], Iterator[Finding]]]] = []
@@ -76,12 +82,16 @@ def checker(*needs: str) -> Callable:
     return register
 
 
+class UnknownRule(UsageError, KeyError):
+    """No rule has that number or cause code; the message lists the rules."""
+
+
 def find_rule(code: str) -> Rule:
-    """The rule named by a number (`TPL101`) or a cause code (`not-watched`); KeyError otherwise."""
+    """The rule named by a number (`TPL101`) or a cause code (`not-watched`); UnknownRule (a KeyError) otherwise."""
     for candidate in RULES.values():
         if code in (candidate.code, candidate.number) or code.upper() == candidate.number:
             return candidate
-    raise KeyError(f"unknown lint rule {code!r}; rules: {', '.join(f'{r.number} {r.code}' for r in RULES.values())}")
+    raise UnknownRule(f"unknown lint rule {code!r}; rules: {', '.join(f'{r.number} {r.code}' for r in RULES.values())}")
 
 
 def finding(code: str, node: ast.AST, message: str) -> Finding:

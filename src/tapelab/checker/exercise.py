@@ -1,0 +1,159 @@
+"""The exercise base class: check, tiered hints and a revealable solution, learntools style.
+
+A notebook binds each exercise to a short name (`ex1_2`) and calls `ex1_2.check()` in a locked
+test cell; the hidden part of that cell calls `ex1_2.check(cases=[...])` with other inputs. The
+solution, its reason and the last hint tier are not in this package: `tapelab.checker.answers` fetches them
+from the answers distribution, or says why they are withheld.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from sys import audit as _audit  # bound at import: the grading guard re-imports tapelab before each check
+from typing import Any, Callable, Iterable
+
+from tapelab.checker import answers
+from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
+from tapelab.checker.explanations import Explanation, error_cause, short_error
+from tapelab.quiet import Quiet
+from tapelab.checker.lint_facts import StaticFacts
+
+__all__ = ["Exercise", "Call"]
+
+install_ipython_handler()
+
+
+def _display(obj: Any) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        print(repr(obj))
+        return
+    display(obj)
+
+
+@dataclass(frozen=True)
+class Call:
+    """The outcome of calling a student's function: its value, and TensorFlow's log lines."""
+
+    value: Any
+    logs: list[str]
+
+
+class Exercise:
+    """One graded exercise. Subclasses set the class attributes and implement `check_case`."""
+
+    number: str = "0.0"
+    answer: str = "answer"  # the name the student defines in the answer cell
+    visible_cases: tuple = ()
+    hints: tuple[str, ...] = ()  # every tier but the last, which lives with the solution (tapelab.checker.answers)
+    praise: str = "well done."
+    # What the checker passes for each parameter ("constant", "variable"), so that a None gradient met in an
+    # error can be explained from the student's own call (tapelab.checker.explanations.explain_none).
+    parameter_kinds: dict[str, str] = {}
+    _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
+
+    def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
+        """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation.
+
+        The function's source is linted once (tapelab.checker.lint_facts): a failure with no cause of its own may take
+        a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
+        """
+        __tracebackhide__ = True
+        static = StaticFacts()
+        try:
+            fn = self._lookup() if answer is None else answer
+            if not callable(fn):
+                raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
+            facts = self._facts = CodeFacts.of(fn)
+            static = StaticFacts.of(fn)
+            chosen = list(self.visible_cases if cases is None else cases)
+            for case in chosen:
+                self.check_case(fn, case, facts)
+        except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
+            explained = static.explain(failure, self._facts)
+            explained.exercise = failure.exercise or self.number
+            if explained is failure:
+                raise
+            raise explained from None
+        praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
+        _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
+
+    def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
+        raise NotImplementedError
+
+    def hint(self, tier: int = 1) -> None:
+        """Show hint `tier` (1 is the gentlest). The last tier is nearly the answer, so it comes with the
+        solution: from the answers distribution, unless the course locks it or it is not installed here."""
+        tiers = len(self.hints) + 1
+        tier = min(max(int(tier), 1), tiers)
+        if tier < tiers:
+            text = f"{self.hints[tier - 1]} (ask `hint({tier + 1})` for more)"
+        else:
+            found = answers.lookup(self.number)
+            text = (f"The last hint of Exercise {self.number} {found.reason}."
+                    if isinstance(found, answers.Withheld) else found.last_hint)
+        _display(Message("hint", f"{tier}/{tiers}: {text}"))
+
+    def solution(self) -> None:
+        """Reveal one solution and the reason it works, or say why it is withheld (tapelab.checker.answers)."""
+        found = answers.lookup(self.number)
+        if isinstance(found, answers.Withheld):
+            _display(Message("solution", f"The solution of Exercise {self.number} {found.reason}."))
+        else:
+            _display(Message("solution", found.why, code=found.solution.strip()))
+
+    def call(self, fn: Callable, *args: Any, shown: str) -> Call:
+        """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""
+        __tracebackhide__ = True
+        return self.run(lambda: fn(*args), f"Calling `{self.answer}({shown})`")
+
+    def run(self, thunk: Callable[[], Any], doing: str) -> Call:
+        """Run student code (`thunk`) quietly; its exceptions become feedback that starts with `doing`."""
+        __tracebackhide__ = True
+        try:
+            with Quiet() as quiet:
+                try:
+                    value = thunk()
+                except NotImplementedError:
+                    raise NotAttempted(
+                        f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
+                        "with your code, run that cell, then run this one again."
+                    ) from None
+                except Exception as error:  # the student's bug, reported rather than re-raised
+                    why = self._explain_error(error, doing)
+                    raise Incorrect(why.text, cause=why.cause) from None
+        finally:
+            # Under `tapelab grade`, the kernel's guard undoes anything the student's code patched
+            # while it ran, before the result is compared; elsewhere this event has no listener.
+            _audit("tapelab.guard.check")
+        return Call(value, quiet.lines)
+
+    def _explain_error(self, error: Exception, doing: str) -> Explanation:
+        """What raised what (TensorFlow's text cut to the part that matters), then the cause when the error and
+        the code's facts establish one."""
+        text, name = short_error(error), type(error).__name__
+        message = f"{doing} raised `{name}: {text}`." if text else f"{doing} raised `{name}`."
+        why = error_cause(error, self._facts, self.parameter_kinds)
+        return Explanation(f"{message} {why.text}", why.cause) if why else Explanation(message)
+
+    def _lookup(self) -> Any:
+        namespace = _user_namespace()
+        if self.answer not in namespace:
+            raise NotAttempted(
+                f"Exercise {self.number}: `{self.answer}` is not defined yet. "
+                "Write it in the answer cell above and run that cell first."
+            )
+        return namespace[self.answer]
+
+
+def _user_namespace() -> dict:
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover
+        shell = None
+    if shell is not None:
+        return shell.user_ns
+    import __main__
+    return vars(__main__)

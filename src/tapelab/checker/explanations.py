@@ -1,0 +1,373 @@
+"""Name a student's mistake from what their code did: why a gradient is None, what an error means.
+
+Every explanation carries a cause code from `tapelab.causes`, or None when the code facts do not
+establish a cause; then the message says only what was observed. A wrong diagnosis is worse than none.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
+from tapelab.checker.messages import Incorrect
+
+__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause", "short_error"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A cause as a sentence or question for the student (`text`) and its catalogue code (`cause`)."""
+
+    text: str
+    cause: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_NOTHING = Explanation("")
+
+
+def _kind(name: str, facts: CodeFacts, tape: Tape, before: int, values: Mapping[str, Any]) -> str | None:
+    """"variable", "frozen" (trainable=False), "constant", "int" or None (unknown) for the source `name`."""
+    made = facts.assignments_of(name, before=before)
+    if made:
+        last = made[-1]
+        if last.made_by == "variable":
+            return "frozen" if re.search(r"trainable\s*=\s*False", last.call) else "variable"
+        if last.made_by == "constant":
+            return "constant"
+        return None  # computed: its kind is its inputs'
+    value = values.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    dtype = getattr(getattr(value, "dtype", None), "is_integer", False)
+    if dtype:
+        return "int"
+    if hasattr(value, "assign"):
+        return "variable" if getattr(value, "trainable", True) else "frozen"
+    return "constant" if hasattr(value, "dtype") and hasattr(value, "numpy") else None
+
+
+def _first_use(facts: CodeFacts, tape: Tape, name: str) -> int | None:
+    """The line of the first assignment inside `tape`'s block that reads `name`."""
+    return next((a.line for a in facts.assignments if tape.contains(a.line) and name in a.reads), None)
+
+
+def _origin(facts: CodeFacts, expr: str, before: int):
+    """The assignment that last computed the plain name `expr` before line `before`, aliases followed."""
+    for _ in range(5):
+        made = facts.assignments_of(expr, before=before) or facts.assignments_of(expr)
+        if not made:
+            return None
+        last = made[-1]
+        if not re.fullmatch(r"[A-Za-z_]\w*", last.value) or last.value == expr:
+            return last
+        expr, before = last.value, last.line
+    return None
+
+
+def _where_target(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanation | None:
+    """Was the target computed where `tape` recorded it? An explanation if not."""
+    target, name = call.target, tape.name
+    if not re.fullmatch(r"[A-Za-z_]\w*", target):
+        inline_op = re.search(r"[(*+/@-]", target)
+        if inline_op and not tape.contains(call.line):
+            return Explanation(f"`{target}` is computed inside the `{call.text()}` call, after `{name}`'s `with` "
+                               f"block closed, so `{name}` never recorded it. Did you compute it inside the block?",
+                               "outside-tape")
+        return None
+    made = _origin(facts, target, call.line)
+    if made is None or tape.contains(made.line):
+        return None
+    recorder = next((t for t in facts.tape_blocks if t.contains(made.line) and t.name != name), None)
+    if made.made_by == "gradient" and recorder is None:
+        if facts.nested():
+            return Explanation(
+                f"`{target} = {made.value}` runs after the outer tape's `with` block has closed, so no tape recorded "
+                f"how `{target}` depends on the source, and `{call.text()}` is `None`. Did you call it inside the "
+                "outer `with` block?", "unrecorded-gradient")
+        return Explanation(
+            f"`{target}` comes from `{made.value}` after `{name}`'s `with` block closed, so no tape recorded how it "
+            f"was computed and differentiating it again gives `None`. Did you nest two tapes, computing `{target}` "
+            "inside the outer tape's block?", "unrecorded-gradient")
+    if recorder is not None:
+        return Explanation(f"`{target}` was computed inside the `with` block of `{recorder.name}`, not `{name}`, so "
+                           f"`{name}` has no record of it. Did you mean `{recorder.name}.{call.method}({target}, "
+                           f"{call.source})`?", "wrong-tape")
+    when = "before" if made.line < tape.start else "after"
+    return Explanation(f"`{target}` is computed {when} `{name}`'s `with` block, so `{name}` never recorded it. "
+                       f"Did you compute `{target}` inside the `with tf.GradientTape() as {name}:` block?",
+                       "outside-tape")
+
+
+def _watched(facts: CodeFacts, tape: Tape, name: str, line: int, values, depth: int = 0) -> bool | None:
+    """Whether `tape` records `name` at `line`: True, False, or None when the code does not tell."""
+    watch = tape.watch_line(name)
+    if watch is not None and watch < line:
+        first = _first_use(facts, tape, name)
+        return first is None or watch < first  # watched after a line used it: that use was not recorded
+    kind = _kind(name, facts, tape, line, values)
+    if kind == "variable":
+        return tape.watch_accessed
+    if kind in ("constant", "frozen", "int"):
+        return False
+    made = facts.assignments_of(name, before=line)
+    if not made or depth > 5 or not tape.contains(made[-1].line):
+        return None
+    inputs = [_watched(facts, tape, read, made[-1].line, values, depth + 1) for read in made[-1].reads
+              if read in facts.params or facts.assignments_of(read)]
+    if any(inputs):
+        return True
+    return False if inputs and all(w is False for w in inputs) else None
+
+
+def _unwatched_root(facts: CodeFacts, tape: Tape, name: str, line: int, values) -> str:
+    """The name whose missing watch leaves `name` unrecorded: `name` itself or the input it came from."""
+    made = facts.assignments_of(name, before=line)
+    if made and tape.contains(made[-1].line):
+        for read in sorted(made[-1].reads):
+            if _watched(facts, tape, read, made[-1].line, values) is False:
+                return _unwatched_root(facts, tape, read, made[-1].line, values)
+    return name
+
+
+def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> Explanation | None:
+    target, source, name = call.target, call.source, tape.name
+    target_up = facts.upstream(target)
+    kind = _kind(source, facts, tape, call.line, values)
+    if kind == "int":
+        return Explanation(f"`{source}` holds integers, and only floating-point values have gradients. Did you make "
+                           "it a float?", "int-dtype")
+    if kind == "frozen":
+        return Explanation(f"`{source}` is a variable created with `trainable=False`, which the tape does not watch by "
+                           f"itself. Did you mean a trainable variable, or `{name}.watch({source})`?", "not-trainable")
+    if re.fullmatch(r"[A-Za-z_]\w*", source) and _watched(facts, tape, source, call.line, values) is False:
+        root = _unwatched_root(facts, tape, source, call.line, values)
+        late = tape.watch_line(root)
+        if late is not None:
+            return Explanation(f"`{name}.watch({root})` comes after a line that already used `{root}`, and the tape "
+                               f"only records operations on a tensor from the moment it is watched. Did you call "
+                               f"`{name}.watch({root})` before computing anything from it?", "watched-too-late")
+        root_kind = _kind(root, facts, tape, call.line, values)
+        what = ("a variable, but the tape was opened with `watch_accessed_variables=False`" if root_kind == "variable"
+                else "a constant, and a tape only watches trainable variables by itself")
+        others = [w for w, _ in tape.watches]
+        watchers = [t.name for t in facts.tape_blocks if t.name != name and t.watch_line(root) is not None]
+        also = (f" (`{name}` watches only `{'`, `'.join(others)}`)" if others else
+                f" (only `{watchers[0]}` watches it, not `{name}`)" if watchers else "")
+        via = f" `{source}` is computed from `{root}`," if root != source else ""
+        return Explanation(f"{via} `{root}` is {what}{also}. Did you call `{name}.watch({root})` inside the "
+                           "`with` block?".lstrip(), "not-watched")
+    blocked = next((a for a in facts.assignments if a.made_by == "numpy" and tape.contains(a.line)
+                    and set(a.names) & target_up and source in facts.upstream(" + ".join(a.reads) or "_")), None)
+    if blocked is not None:
+        return Explanation(f"`{blocked.call}` on the path from `{source}` to `{target}` leaves TensorFlow, and the tape "
+                           "records TensorFlow operations only. Did you use the `tf.` operation there instead?",
+                           "numpy-in-path")
+    early = next((a for a in facts.assignments if set(a.names) & target_up and source not in a.names
+                  and a.line < call.line and not tape.contains(a.line) and a.made_by not in ("variable", "constant")
+                  and source in facts.upstream(" + ".join(a.reads) or "_")), None)
+    if early is not None:
+        step = early.names[0]
+        return Explanation(f"`{step}` is computed from `{source}` outside `{name}`'s `with` block, so the tape never "
+                           f"recorded that step. Did you compute `{step}` inside the block?", "outside-tape")
+    return _not_connected(facts, call, target_up)
+
+
+def _not_connected(facts: CodeFacts, call: GradientCall, target_up: set[str]) -> Explanation | None:
+    """`source` is a local name the target never reads, directly or through a shared input."""
+    source = call.source
+    local = source in facts.params or facts.assignments_of(source)
+    if not (re.fullmatch(r"[A-Za-z_]\w*", call.target) and facts.assignments_of(call.target) and local):
+        return None
+    if facts.upstream(source) & target_up:
+        return None
+    return Explanation(f"`{call.target}` is not computed from `{source}`, so there is no path back to it. Did you mean "
+                       f"another target or source?", "not-connected")
+
+
+def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[str, Any] | None = None) -> Explanation:
+    """Why the student's own `call` (narrowed to one source) gave None, naming their target, source and tape.
+
+    `values` maps names to what the checker passed (a tensor, a variable) or to a kind ("constant",
+    "variable"), so a parameter's kind is known; without source or a call, no cause is asserted.
+    """
+    if not facts.found:
+        return _NOTHING
+    if facts.tapes == 0:
+        return Explanation("Nothing recorded it: did you compute it inside a `with tf.GradientTape() as tape:` block?",
+                           "no-tape")
+    tape = facts.tape(call.tape) if call else None
+    if tape is None:
+        return _NOTHING
+    values = values or {}
+    if call.target == call.source:
+        return Explanation(f"`{call.text()}` differentiates `{call.source}` by itself. Did you mean the value computed "
+                           f"from it as the target?", "target-is-source")
+    return (_swapped(facts, call) or _where_target(facts, call, tape)
+            or (len(call.sources) == 1 and _about_source(facts, call, tape, values)) or _NOTHING)
+
+
+def _swapped(facts: CodeFacts, call: GradientCall) -> Explanation | None:
+    """The target is an input of the source rather than computed from it: the arguments are reversed."""
+    target, source = call.target, call.source
+    names = re.fullmatch(r"[A-Za-z_]\w*", target) and re.fullmatch(r"[A-Za-z_]\w*", source)
+    if not names or source in facts.upstream(target) or target not in facts.upstream(source):
+        return None
+    return Explanation(f"`{source}` is computed from `{target}`, not the other way round: the arguments are the wrong "
+                       f"way round. Did you mean `{call.tape}.{call.method}({source}, {target})`?", "swapped-arguments")
+
+
+def none_feedback(observed: str, facts: CodeFacts, call: GradientCall | None,
+                  values: Mapping[str, Any] | None = None) -> Incorrect:
+    """An Incorrect that states what is None (`observed`) and, when established, why and its cause code."""
+    why = explain_none(facts, call, values)
+    return Incorrect(f"{observed} {why.text}".strip(), cause=why.cause)
+
+
+# --------------------------------------------------------------------------- errors
+
+def short_error(error: BaseException, limit: int = 160) -> str:
+    """TensorFlow's message cut to the part that names the problem: its first line or sentence, no object dumps."""
+    text = re.sub(r"Passed in object .*? of type", "Passed in object of type", str(error), flags=re.S)
+    text = re.sub(r"<[^<>]{40,}>", "<...>", text)  # long reprs of objects
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    sentence = re.match(r"(.+?[.!?])(\s|$)", first)
+    first = sentence.group(1) if sentence and len(sentence.group(1)) >= 20 else first
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _second_use(facts: CodeFacts) -> Explanation:
+    """A non-persistent tape asked twice: the fix that works for this code."""
+    calls = facts.gradient_calls
+    by_tape = {c.tape for c in calls if sum(d.tape == c.tape for d in calls) > 1}
+    twice = [c for c in calls if c.tape in by_tape]
+    if facts.nested() and any(_origin(facts, c.target, c.line) and _origin(facts, c.target, c.line).made_by
+                              == "gradient" for c in twice):
+        inner = twice[-1]
+        outer = next((t.name for t in facts.tape_blocks if t.name != inner.tape), "outer")
+        return Explanation(f"`{inner.tape}` answered its one `gradient` call already: asking it again for the "
+                           f"derivative of `{inner.target}` cannot work, even with `persistent=True`, because "
+                           f"`{inner.tape}` never recorded how `{inner.target}` was computed. Did you mean "
+                           f"`{outer}.{inner.method}({inner.target}, {inner.source})`?", "wrong-tape")
+    if twice and len({c.target for c in twice}) == 1:
+        sources = ", ".join(s for c in twice for s in c.sources)
+        return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
+                           f"`{twice[0].tape}.gradient` twice? Ask for both in one call: "
+                           f"`{twice[0].tape}.gradient({twice[0].target}, [{sources}])`.", "tape-used-twice")
+    name = twice[0].tape if twice else "tape"
+    return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
+                       f"`{name}.gradient` twice? To ask one tape several times, open it with "
+                       f"`tf.GradientTape(persistent=True)` and `del {name}` after the last call.", "tape-used-twice")
+
+
+def _numpy_reached_tape(facts: CodeFacts) -> Explanation:
+    for call in facts.gradient_calls:
+        tape = facts.tape(call.tape)
+        up = facts.upstream(call.target)
+        numpy_on_path = next((a for a in facts.assignments if a.made_by == "numpy" and set(a.names) & up
+                              and (tape is None or tape.contains(a.line))), None)
+        if numpy_on_path is not None:
+            return Explanation(f"`{numpy_on_path.call}` turned a value on the path to `{call.target}` into NumPy, and "
+                               "`tape.gradient` needs tensors. Did you use the `tf.` operation inside the `with` block?",
+                               "numpy-in-path")
+        source = _origin(facts, call.source, call.line) if len(call.sources) == 1 else None
+        if source is not None and source.made_by == "numpy":
+            return Explanation(f"The source `{call.source}` is a NumPy array (`{source.call}`), which the tape cannot "
+                               f"differentiate by. Did you convert it with `tf.constant` and watch it?", "numpy-source")
+    return Explanation("A NumPy value reached `tape.gradient` as its target or a source, where it needs tensors. "
+                       "Did you convert it with `tf.constant`?")
+
+
+def _after_del(error: BaseException, facts: CodeFacts) -> Explanation | None:
+    name = re.search(r"variable '(\w+)'|name '(\w+)'", str(error))
+    name = name and (name.group(1) or name.group(2))
+    if name and facts.tape(name) and name in facts.deleted:
+        return Explanation(f"`{name}` was used after `del {name}`. Did you delete the tape before its last "
+                           "`gradient` call? Move `del` after it.", "tape-deleted")
+    return None
+
+
+def _positional_compute_loss(facts: CodeFacts) -> Explanation | None:
+    if facts.positional.get("compute_loss"):
+        return Explanation("`compute_loss` takes keyword arguments, and called positionally it puts `y_pred` in the "
+                           "wrong slot. Did you mean `self.compute_loss(x=x, y=y, y_pred=y_pred)`?",
+                           "compute-loss-positional")
+    return None
+
+
+_FIXED = (  # (needle in the error text, cause code, explanation)
+    ("Argument `target` should be", "none-target",
+     "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
+    ("of type 'ndarray', not tf.Tensor", "numpy-source",
+     "A NumPy array cannot be watched. Convert it first with `tf.constant(...)`."),
+    ("of type 'Variable', not tf.Tensor", "weights-watched",
+     "`tape.watch` got a Keras variable (a layer's weight), which it cannot watch; a tape watches trainable "
+     "weights by itself unless `watch_accessed_variables=False`. Did you mean to watch the input, `tape.watch(x)`?"),
+    ("_unique_id", "zip-order",
+     "The optimizer got a tensor where it expected a variable. Did you swap the pairs? "
+     "Write `zip(grads, model.trainable_variables)`: the gradient first, then its variable."),
+    ("apply_gradients() takes 2 positional arguments", "apply-two-lists",
+     "`apply_gradients` takes one list of (gradient, variable) pairs. Did you pass the gradients and the "
+     "variables separately? Write `apply_gradients(zip(grads, variables))`, or `optimizer.apply(grads, variables)`."),
+    ("has no attribute 'reset_states'", "keras2-reset-states",
+     "Keras 3 metrics have `reset_state()`, not the Keras 2 `reset_states()`. Did you mean `reset_state()`?"),
+    ("'method' object is not iterable", "metrics-not-property",
+     "Keras iterates `self.metrics`, but yours is a plain method. Did you forget `@property` above `def metrics(self):`?"),
+    ("No gradients provided for any variable", "no-gradients",
+     "Every gradient was `None`. Did you call the model and compute the loss inside the "
+     "`with tf.GradientTape() as tape:` block?"),
+    ("Unknown variable", "unknown-variable",
+     "An optimizer is built for the variables it first sees and refuses any other. Did you give an "
+     "optimizer variables that belong to another one? With two optimizers, give each its own layer's variables."),
+    ("metric has not yet been built", "metric-not-updated",
+     "A metric was never updated before `fit` asked for its result. Did you forget to update the metrics? "
+     "Call `update_state` on each metric in `self.metrics` (the loss metric with the loss, the others with "
+     "`y` and `y_pred`) before returning their results."),
+    ("CompileMetrics.update_state() missing", "metric-fed-loss",
+     "`self.metrics` also holds the compiled metrics, which compare `y` with `y_pred`. Did you update every "
+     "metric with the loss? Update the loss tracker with the loss and the others with `update_state(y, y_pred)`."),
+    ("No loss to compute", "keras2-compiled-loss",
+     "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
+     "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
+)
+
+
+def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) -> Explanation:
+    """Why some gradient the function returns was None, when the error does not say which: each returned
+    element's gradient call is explained, and a cause is given only if exactly one is established."""
+    returned = facts.returns[-1] if facts.returns else None
+    count = len(returned.elts) if isinstance(returned, (ast.List, ast.Tuple)) else 0
+    calls = [facts.returned_call(i) for i in range(count)] if count else [facts.returned_call()]
+    found = {why.cause: why for why in (explain_none(facts, c, values) for c in calls if c) if why.cause}
+    return next(iter(found.values())) if len(found) == 1 else _NOTHING
+
+
+def error_cause(error: BaseException, facts: CodeFacts | None = None,
+                values: Mapping[str, Any] | None = None) -> Explanation | None:
+    """The likely mistake behind an exception raised by a student's tape code, if known.
+
+    With the code's facts, the explanation depends on them (how many tapes, which calls): a second
+    `gradient` call on a nested tape points to the outer tape rather than to `persistent=True`.
+    `values` are the parameters' kinds, as for `explain_none`.
+    """
+    facts = facts or CodeFacts()
+    text = str(error)
+    if "Attempt to convert a value (None)" in text and facts.found:
+        why = _one_none_explanation(facts, values)
+        return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}".strip(),
+                           why.cause)
+    if "non-persistent GradientTape can only be used to compute one set" in text:
+        return _second_use(facts)
+    if "has no attribute '_id'" in text:
+        return _numpy_reached_tape(facts)
+    if isinstance(error, (NameError, UnboundLocalError)) and facts.found:
+        return _after_del(error, facts)
+    if "None values not supported" in text and facts.found:
+        return _positional_compute_loss(facts)
+    return next((Explanation(why, code) for needle, code, why in _FIXED if needle in text), None)

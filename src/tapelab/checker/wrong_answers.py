@@ -1,0 +1,175 @@
+"""Differential diagnosis: which wrong answer did the student give?
+
+Before falling back on "expected X, got Y", a checker lists the values that known wrong answers
+would give (`Alternative`: the loss in inference mode, swapped items, a sum instead of a mean...)
+and `wrong_value` names the one the student's value matches, with its cause code from
+`tapelab.causes`. A cause is named only when the student's value matches that alternative and the
+right answer does not, so a coincidence on one input never becomes a diagnosis.
+
+In a checker::
+
+    problem = wrong_value("dy_dx", expected, got, [
+        Alternative("one-sided", lambda: (f(x + h) - f(x)) / h, "forward-difference",
+                    "That is the one-sided difference. Did you evaluate at `x + h` and `x - h`?"),
+        swapped(expected),
+    ], otherwise="Is `y` computed from `x` as the task says?")
+    if problem:
+        raise problem
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tapelab.causes import cause as _catalogued
+from tapelab.checker.compare import ATOL, RTOL, agrees, mismatch, to_numpy
+from tapelab.checker.messages import Incorrect
+
+__all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "ratio_of", "constant_factor", "swapped", "swapped_item",
+           "transposed", "with_extra_axis"]
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A known wrong answer: what it is (`name`), the value it gives (or a function computing it, called
+    only if needed), the catalogued `cause` code, and what to tell the student when it matches (`says`)."""
+
+    name: str
+    value: Any
+    cause: str
+    says: str
+
+    def __post_init__(self) -> None:
+        _catalogued(self.cause)  # an unknown code is the checker's bug: fail when the checker is written
+
+    def resolve(self) -> Any:
+        return self.value() if callable(self.value) else self.value
+
+
+def matching_alternative(expected: Any, actual: Any, alternatives: Iterable[Alternative],
+             rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:
+    """The alternative that `actual` matches and `expected` does not, if exactly one cause matches (two
+    wrong answers that give the same value here are not told apart, so neither is named; a constant
+    factor yields to a more specific cause); else a constant factor, if the values are really one
+    multiple of the right ones; else None."""
+    matches = []
+    for alternative in alternatives:
+        try:
+            value = alternative.resolve()
+        except Exception:  # an alternative that cannot be built for this input does not apply
+            continue
+        if value is not None and agrees(value, actual, rtol, atol) and not agrees(expected, value, rtol, atol):
+            matches.append(alternative)
+    matches = [m for m in matches if m.cause != "constant-factor"] or matches  # a named cause is more specific
+    if len({m.cause for m in matches}) == 1:
+        return matches[0]
+    return None if matches else constant_factor(expected, actual, rtol, atol)
+
+
+def because(expected: Any, actual: Any, alternatives: Iterable[Alternative] = (), otherwise: str = "",
+            rtol: float = RTOL, atol: float = ATOL) -> tuple[str, str | None]:
+    """What to say after "expected X, got Y", and its cause code: the matching alternative's question,
+    else `otherwise` (a question that asserts no cause) with no code."""
+    found = matching_alternative(expected, actual, alternatives, rtol, atol)
+    return (found.says, found.cause) if found is not None else (otherwise, None)
+
+
+def wrong_value(name: str, expected: Any, actual: Any, alternatives: Iterable[Alternative] = (),
+                otherwise: str = "", rtol: float = RTOL, atol: float = ATOL) -> Incorrect | None:
+    """None if `actual` is right; else the Incorrect to raise: how `name` differs, then `because`."""
+    problem = mismatch(expected, actual, name, rtol, atol)
+    if problem is None:
+        return None
+    says, code = because(expected, actual, alternatives, otherwise, rtol, atol)
+    return Incorrect(f"{problem} {says}".strip(), cause=code)
+
+
+def _flat(value: Any) -> np.ndarray | None:
+    """All numbers of a tensor or a nest of tensors in one float64 vector; None if not numeric."""
+    if isinstance(value, dict):
+        value = [value[k] for k in sorted(value)]
+    if isinstance(value, (list, tuple)):
+        parts = [_flat(v) for v in value]
+        return None if any(p is None for p in parts) else np.concatenate(parts) if parts else np.zeros(0)
+    if value is None:
+        return None
+    try:
+        return to_numpy(value).astype(np.float64).ravel()
+    except (TypeError, ValueError):
+        return None
+
+
+def _same_structure(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, (list, tuple)):
+        return isinstance(actual, (list, tuple)) and len(actual) == len(expected) and all(
+            _same_structure(e, a) for e, a in zip(expected, actual))
+    try:
+        return to_numpy(expected).shape == to_numpy(actual).shape
+    except (TypeError, ValueError):
+        return False
+
+
+def ratio_of(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> float | None:
+    """The k with `actual` == k * `expected` everywhere (zeros included), when that is established: the
+    same structure and at least two nonzero entries to compare (one number is always a multiple of
+    another); None otherwise, and for k = 1 or 0."""
+    want, got = _flat(expected), _flat(actual)
+    if want is None or got is None or not _same_structure(expected, actual):
+        return None
+    nonzero = np.abs(want) > max(atol, 1e-12)
+    if nonzero.sum() < 2 or not np.all(np.isfinite(got)):
+        return None
+    ratio = float(np.median(got[nonzero] / want[nonzero]))
+    if not np.isfinite(ratio) or abs(ratio - 1) < 1e-3 or abs(ratio) < 1e-6:
+        return None
+    return ratio if np.allclose(got, ratio * want, rtol=max(rtol, 1e-6), atol=atol) else None
+
+
+def constant_factor(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:
+    """An Alternative saying "your values are k times the right ones", only when `ratio_of` establishes k."""
+    ratio = ratio_of(expected, actual, rtol, atol)
+    if ratio is None:
+        return None
+    return Alternative("a constant multiple", None, "constant-factor",
+                       f"Your values are all {ratio:.4g} times the right ones. Did you add or drop a constant "
+                       "factor (a mean, a 2, a minus sign)?")
+
+
+_SWAPPED = "Those are the right values in the wrong order. Did you swap them?"
+
+
+def swapped(expected: Any, cause: str = "swapped-results", says: str = "") -> Alternative:
+    """The right items of a pair or list in reverse order."""
+    return Alternative("the items in reverse order", lambda: list(expected)[::-1], cause, says or _SWAPPED)
+
+
+def swapped_item(expected: Sequence, actual: Sequence, item: int, cause: str = "swapped-results",
+                 says: str = "") -> Alternative:
+    """Item `item` of the right items in reverse order, for a checker that compares a list item by item:
+    it applies only when all of the student's items are the right ones reversed, so one wrong item that
+    happens to equal another item's right value is not called a swap."""
+    reverse = list(expected)[::-1]
+    return Alternative("the items in reverse order", lambda: reverse[item] if agrees(reverse, list(actual)) else None,
+                       cause, says or _SWAPPED)
+
+
+def transposed(expected: Any, cause: str = "transposed", says: str = "") -> Alternative:
+    """The right matrix with its two axes swapped."""
+    return Alternative("the transpose", lambda: np.swapaxes(to_numpy(expected), -1, -2), cause,
+                       says or "That is the transpose of the right matrix. Did you swap the two axes?")
+
+
+def with_extra_axis(expected: Any, actual: Any, cause: str = "extra-axis", says: str = "") -> Alternative:
+    """The right value with an axis of size 1 more (or less) than asked for, where `actual`'s shape has it."""
+    def reshaped() -> np.ndarray | None:
+        want, got = to_numpy(expected), to_numpy(actual)
+        same = want.size == got.size and got.shape != want.shape
+        squeezed = [d for d in got.shape if d != 1] == [d for d in want.shape if d != 1]
+        return want.reshape(got.shape) if same and squeezed else None
+    return Alternative("an extra axis", reshaped, cause,
+                       says or "Those are the right numbers with an axis of size 1 added or dropped. "
+                               "Did you keep a `keepdims`, an `[..., None]` or a `reshape` you did not need?")
+

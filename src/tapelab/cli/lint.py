@@ -1,0 +1,51 @@
+"""`tapelab lint`: the guide's GradientTape pitfalls in .py files and notebooks (docs/lint.md).
+
+Imports `tapelab.lint` alone: no TensorFlow, no nbgrader, nothing of grading (tests/cli/test_startup.py).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tapelab.errors import UsageError
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Report the guide's GradientTape pitfalls. Exit status: 0 clean, 1 findings, 2 usage error. "
+                          "`--explain RULE` prints a rule's documentation instead.")
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=".py files, notebooks or folders")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                        help="text (default), json, GitHub workflow annotations, or SARIF 2.1.0")
+    parser.add_argument("--config", type=Path, metavar="DIR",
+                        help="where to look for pyproject.toml's [tool.tapelab.lint] (default: here and above)")
+    parser.add_argument("--jobs", type=int, default=None, help="processes (default: number of CPUs)")
+    parser.add_argument("--explain", metavar="RULE",
+                        help="print the documentation of a rule, by number (TPL101) or code (not-watched), and exit")
+    parser.set_defaults(parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tapelab.lint import find_rule, lint_paths, load_config
+    from tapelab.lint.output import render
+
+    if args.explain is not None:
+        if args.paths:
+            raise UsageError("--explain prints one rule's documentation: pass it without paths")
+        print(find_rule(args.explain).explanation(), end="")
+        return 0
+    if not args.paths:
+        args.parser.error("the following arguments are required: PATH (or --explain RULE)")
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        raise UsageError(f"{', '.join(missing)} does not exist: pass .py files, notebooks or folders")
+    config = load_config(args.config or Path.cwd())
+    findings, warnings, _ = lint_paths(args.paths, config, jobs=args.jobs)
+    for warning in warnings:
+        print(f"tapelab lint: warning: {warning}", file=sys.stderr)
+    text = render(findings, args.format)
+    if text:
+        print(text)
+    return 1 if findings else 0

@@ -1,0 +1,55 @@
+"""The table of `tapelab` verbs and the one place their errors become an exit status.
+
+Faults end in one paragraph on stderr naming what happened and what to do, never a Python traceback:
+a `tapelab.errors.UsageError` (an argument, a course folder, a gradebook, a roster) exits 2, an
+`InfraError` 1 (rerun), and `tapelab grade` adds its own statuses (see its --help).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tapelab.errors import TapelabError
+
+__all__ = ["VERBS", "build_parser", "main"]
+
+# verb -> (module in tapelab.cli, one-line help). Only the chosen verb's module is imported.
+VERBS = {
+    "release": ("release", "generate student notebooks from solutions/ (nbgrader) and the answers distribution's data"),
+    "grade": ("grade", "autograde student submissions (nbgrader gradebook, feedback, grades.csv)"),
+    "feedback": ("feedback", "regenerate feedback pages and grades.csv from the gradebook (after manual grading)"),
+    "lint": ("lint", "check .py files and notebooks for GradientTape pitfalls (docs/lint.md)"),
+    "insight": ("insight", "class report: scores, completion, named mistakes per exercise (HTML, CSV, JSON)"),
+    "export": ("export", "grades for an LMS: Canvas import CSV, Gradescope results.json, long CSV"),
+    "review": ("review", "every student's answer to one exercise, grouped by cause code"),
+}
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The verb `argv` names: its first argument that is not an option (the top level takes no values)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser for `argv`: every verb listed with its help, the arguments only of the verb it chooses."""
+    parser = argparse.ArgumentParser(prog="tapelab", description="Instructor tools for the tapelab course.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    chosen = _chosen(argv)
+    for verb, (module, help_text) in VERBS.items():
+        sub = commands.add_parser(verb, help=help_text)
+        if verb == chosen:
+            command = importlib.import_module(f"tapelab.cli.{module}")
+            command.add_arguments(sub)
+            sub.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
+    try:
+        return args.run(args)
+    except TapelabError as error:
+        print(f"tapelab {args.command}: {error}", file=sys.stderr)
+        return error.exit_code

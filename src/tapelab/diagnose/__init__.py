@@ -1,0 +1,29 @@
+"""Why is my gradient None, zero or NaN? Run a loss under a tape and say, per variable, where and why.
+
+`diagnose(loss_fn, variables)` runs `loss_fn()` once under a tape while recording every eager
+operation it executes (type, inputs, outputs, and the line of your code that ran it), asks for every
+gradient in one call, and for each variable whose gradient is None, all zero or not finite reads the
+recording: the op where its path to the loss ends (a `tf.stop_gradient`, an int cast, a NumPy call,
+an assignment, a line outside the tape) and the line that ran it; for NaN or Inf, the op that made the
+first non-finite value (log of 0, an overflow, the `tf.where` trap) or ran where its derivative is
+infinite (sqrt at 0). A cause is named only when the recording, the variable or your code shows it.
+Nothing is patched: a value leaving TensorFlow (`.numpy()`, NumPy) runs no op and is read from the source.
+
+    report = diagnose(lambda: loss(model(x, training=True), y), model=model)
+    print(report)          # or display it in a notebook; norms show a vanishing gradient
+    report["dense/kernel"].where   # the line where that variable's path breaks
+
+Scope: eager code (a `tf.function` inside the loss is one opaque op). The run has no lasting side
+effect on the model: non-trainable state it assigns (BatchNorm statistics, dropout seeds, counters
+among the variables given or the loss function's free values) is restored afterwards. With
+`tape=True` the loss function takes a tape and enters it itself; with `tape=your_tape` diagnose reads
+your own tape (its `watch_accessed_variables`, the watches you made, a tape already used).
+
+Runs wherever the user calls it (a notebook, a script, a training loop); it imports TensorFlow, Keras,
+NumPy, `causes` and `quiet`, never the checker, grading or the CLI. `run` holds `diagnose()` and
+`Report`; `record` the eager op recorder, `breaks` and `exits` the path analysis that reads it, `source`
+the facts quoted from the user's code, `state` what is saved and restored, `verdicts` the causes named.
+"""
+from tapelab.diagnose.run import CAUSES, Entry, Report, blocking_call, diagnose
+
+__all__ = ["CAUSES", "Entry", "Report", "blocking_call", "diagnose"]

@@ -1,0 +1,77 @@
+"""How a grading kernel is launched: the kernel manager both start paths share.
+
+Cold, the kernel is a subprocess of the sandbox Slot's command line (`Slot.argv`); warm, a provisioner
+(`warm.ForkedProvisioner`) forks it from the worker's zygote. Either way the manager writes the
+connection file, hands it to the sandbox uid and bounds every message frame, and the executor's
+client drives, interrupts and kills the kernel alike.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import zmq
+import zmq.asyncio
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+
+from tapelab.errors import InfraError
+
+__all__ = ["KernelStartError", "SandboxKernelManager", "kernel_env", "kernel_sys_path"]
+
+
+class KernelStartError(InfraError, RuntimeError):
+    """The kernel did not start: an infrastructure fault, never the student's (no student code ran)."""
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel command comes from a sandbox Slot, and whose sockets refuse
+    any message frame longer than `max_frame` bytes (ZeroMQ drops that connection instead).
+    With `provisioner` (a callable taking a provisioner's traits and returning one, such as
+    warm.provisioner) the kernel is launched by that provisioner instead of as a subprocess of `argv`."""
+
+    def configure(self, argv: list[str], give: Callable[[str], None], max_frame: int,
+                  provisioner: Callable[..., object] | None = None) -> None:
+        self._kernel_spec = KernelSpec(argv=argv, display_name="tapelab sandbox", language="python",
+                                       interrupt_mode="message", env={})
+        self._give = give
+        self._provisioner = provisioner
+        self.context = zmq.asyncio.Context()
+        self.context.setsockopt(zmq.MAXMSGSIZE, max_frame)
+
+    def client(self, **kw):
+        return super().client(context=self.context, **kw)  # the client's sockets get the same bound
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.provisioner is None and getattr(self, "_provisioner", None) is not None:
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = self._provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        self._give(self.connection_file)  # the sandbox uid must read its connection file
+        return cmd, kw
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_sys_path(python: str = sys.executable) -> tuple[str, ...]:
+    """The kernel interpreter's sys.path, without the working folder (which the student can write)."""
+    out = subprocess.run([python, "-c", "import sys, json; print(json.dumps(sys.path))"],
+                         capture_output=True, text=True, check=True, cwd="/", env={"PATH": "/usr/bin:/bin"})
+    return tuple(p for p in json.loads(out.stdout) if p not in ("", "/", "."))
+
+
+
+def kernel_env(scratch: Path, python: str) -> dict[str, str]:
+    """A minimal environment: nothing of the grader's (database URLs, tokens) reaches student code."""
+    return {
+        "PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(scratch), "IPYTHONDIR": str(scratch / ".ipython"), "MPLCONFIGDIR": str(scratch / ".mpl"),
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp",
+        "TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0",
+        "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NBGRADER_EXECUTION": "autograde",
+    }
+

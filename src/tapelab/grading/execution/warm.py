@@ -1,0 +1,253 @@
+"""Warm kernels, worker side: this worker process's zygote, and the provisioner that forks from it.
+
+A worker process (a local pool's, or a Dask worker, threads and all) starts one zygote (`zygote.py`)
+at its first warm kernel and keeps it for its life: the TensorFlow import is paid once per worker,
+never shared between students, since each kernel is a fork that isolates itself before ipykernel
+starts. `ForkedProvisioner` is jupyter_client's local provisioner with the launch replaced, so the
+kernel manager, the executor's client, interrupts and kills (the process group of the kernel's
+middle process, see zygote._middle) work as on the cold path.
+
+A zygote that cannot start, dies, refuses or times out raises ZygoteError (a KernelStartError: no
+student code ran), and the worker starts that kernel cold. A zygote that failed MAX_STARTS times is
+not started again in this worker process. The zygote ends when its socket reads end of file, which
+the worker's death (however it dies) causes: no parent-death signal, which fires when the *thread*
+that started a process ends, and Dask runs tasks in a pool of threads.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from jupyter_client.provisioning import LocalProvisioner
+
+from tapelab.grading.execution import zygote as zygote_module
+from tapelab.grading.execution.kernels import KernelStartError, kernel_env
+from tapelab.grading.execution.sandbox import KERNEL_ARGS, Slot
+
+__all__ = ["ForkedProcess", "ForkedProvisioner", "Zygote", "ZygoteError", "current", "provisioner", "stop"]
+
+START_SECONDS = 180  # for the zygote's imports, on a loaded machine
+ANSWER_SECONDS = zygote_module.SETUP_SECONDS + 30
+MAX_STARTS = 3
+INLINE = "module://matplotlib_inline.backend_inline"  # ipykernel's default backend, set before the imports
+_BOOT = ("import sys\n"
+         "del sys.path[0]\n"  # -c's '', as ipykernel_launcher drops its folder's entry
+         "from importlib.util import module_from_spec, spec_from_file_location\n"
+         "spec = spec_from_file_location('tapelab_zygote', {path!r})\n"
+         "zygote = module_from_spec(spec)\n"
+         "spec.loader.exec_module(zygote)\n"
+         "zygote.serve({fd})\n")
+
+
+class ZygoteError(KernelStartError):
+    """The zygote could not fork this kernel (it is gone, refused or timed out): start it cold."""
+
+
+class Zygote:
+    """A running zygote and its control socket; requests from several threads take turns."""
+
+    def __init__(self, python: str):
+
+        self.home = tempfile.mkdtemp(prefix="tapelab-zygote-", dir="/tmp")
+        ours, theirs = socket.socketpair()
+        env = {**kernel_env(Path(self.home), python), "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": INLINE}
+        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno())
+        try:
+            self.process = subprocess.Popen([python, "-c", boot], pass_fds=(theirs.fileno(),), cwd="/", env=env,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as error:
+            ours.close()
+            shutil.rmtree(self.home, ignore_errors=True)
+            raise ZygoteError(f"the zygote could not be started ({error})") from None
+        finally:
+            theirs.close()
+        self._socket, self._buffer, self._lock = ours, b"", threading.Lock()
+        self.broken = ""
+        try:
+            with self._lock:
+                answer = self._receive(START_SECONDS)
+            if "ready" not in answer:
+                raise ZygoteError(answer.get("error") or "the zygote did not say it was ready")
+        except ZygoteError:
+            self.close()
+            raise
+        self.facts: dict = answer["ready"]
+
+    def alive(self) -> bool:
+        return not self.broken and self.process.poll() is None
+
+    def _receive(self, seconds: float) -> dict:
+        end = time.monotonic() + seconds
+        while b"\n" not in self._buffer:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([self._socket], [], [], left)[0]:
+                self.broken = f"the zygote did not answer within {seconds:.0f} s"
+                raise ZygoteError(self.broken)
+            chunk = self._socket.recv(1 << 16)
+            if not chunk:
+                self.broken = f"the zygote ended (exit status {self.process.poll()})"
+                raise ZygoteError(self.broken)
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def ask(self, request: dict) -> dict:
+        """One request and its answer; ZygoteError when the zygote is gone, stuck or says no."""
+        with self._lock:
+            if not self.alive():
+                raise ZygoteError(self.broken or "the zygote has ended")
+            try:
+                self._socket.sendall(json.dumps(request).encode() + b"\n")
+            except OSError as error:
+                self.broken = f"the zygote's socket failed ({error})"
+                raise ZygoteError(self.broken) from None
+            answer = self._receive(ANSWER_SECONDS)
+        if "error" in answer:
+            raise ZygoteError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        """Stop the zygote (its kernels die with it) and remove its home folder."""
+        self.broken = self.broken or "closed"
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait(10)
+        self._socket.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_zygote: Zygote | None = None
+_failed: list[str] = []
+_guard = threading.Lock()
+
+
+def current(python: str = sys.executable) -> Zygote:
+    """This worker process's zygote, started on first use (or again after it ended)."""
+    global _zygote
+    with _guard:
+        if _zygote is not None and _zygote.alive():
+            return _zygote
+        if _zygote is not None:
+            _failed.append(_zygote.broken)
+            _zygote.close()
+            _zygote = None
+        if len(_failed) >= MAX_STARTS:
+            raise ZygoteError(f"the zygote of this worker failed {len(_failed)} times (last: {_failed[-1]}); "
+                              "this worker starts its kernels cold")
+        try:
+            _zygote = Zygote(python)
+        except ZygoteError as error:
+            _failed.append(str(error))
+            raise
+        return _zygote
+
+
+def stop() -> None:
+    """Stop this process's zygote, if any (the worker is ending)."""
+    global _zygote
+    with _guard:
+        if _zygote is not None:
+            _zygote.close()
+            _zygote = None
+
+
+class ForkedProcess:
+    """The middle process of a forked kernel, with the part of Popen's interface jupyter_client uses.
+    It is the zygote's child, so it is watched through a pidfd and reaped by the zygote; it is reaped
+    only in `wait`, after it ended, so its pid (and process group) cannot be reused before."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int, zygote: Zygote):
+        self.pid, self._zygote = pid, zygote
+        self._pidfd: int | None = os.pidfd_open(pid)
+        self.returncode: int | None = None
+
+    def _ended(self, seconds: float = 0.0) -> bool:
+        return self._pidfd is None or bool(select.select([self._pidfd], [], [], seconds)[0])
+
+    def poll(self) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        return -signal.SIGKILL if self._ended() else None  # the true status comes with `wait`
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended(timeout if timeout is not None else 3600):
+            raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout)
+        if self.returncode is None:
+            try:
+                self.returncode = self._zygote.ask({"op": "reap", "pid": self.pid})["status"]
+            except ZygoteError:  # the zygote ended too: init reaps its children
+                self.returncode = -signal.SIGKILL
+            self.release()
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self._pidfd is not None and self.returncode is None:
+            signal.pidfd_send_signal(self._pidfd, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def release(self) -> None:
+        """Kill the kernel if it still runs, reap it, and close the pidfd (the provisioner's cleanup)."""
+        if self._pidfd is None:
+            return
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self.kill()
+            if self._ended(10):
+                self.wait()
+                return
+        os.close(self._pidfd)
+        self._pidfd = None
+
+
+def provisioner(slot: Slot) -> Callable[..., ForkedProvisioner]:
+    """What SandboxKernelManager.configure takes: makes the provisioner of a kernel in `slot`."""
+    def make(**traits) -> ForkedProvisioner:
+        made = ForkedProvisioner(**traits)
+        made.slot = slot
+        return made
+    return make
+
+
+class ForkedProvisioner(LocalProvisioner):
+    """LocalProvisioner (the connection file, ports, poll, kill) whose launch forks from the zygote."""
+
+    slot: Slot | None = None
+
+    async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
+        if cmd[1:len(KERNEL_ARGS)] != list(KERNEL_ARGS[:-1]):
+            raise ZygoteError(f"not an ipykernel command line: {cmd[:4]}")
+        zygote = await asyncio.to_thread(current, cmd[0])  # the first start imports for seconds
+        cwd = str(kwargs.get("cwd") or self.slot.scratch)
+        env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as launcher and sh add
+        request = {"op": "spawn", "uid": self.slot.uid, "cwd": cwd, "env": env, "argv": cmd[len(KERNEL_ARGS) - 1:],
+                   "script": self.slot.mount_script(cmd[0]), "rlimits": self.slot.sandbox.limits.rlimits()}
+        self.process = ForkedProcess(zygote.ask(request)["pid"], zygote)  # here, so a cancellation cannot orphan it
+        self.pid = self.pgid = self.process.pid
+        self.cwd = cwd
+        return self.connection_info
+
+    async def cleanup(self, restart: bool = False) -> None:
+        if self.process is not None:
+            self.process.release()
+        await super().cleanup(restart)
