@@ -58,6 +58,7 @@ bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/widgets_browser.py
+	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/diagnose.py
 	$(BIN)/python bench/lint.py
 
