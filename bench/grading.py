@@ -1,6 +1,7 @@
 """Stock `nbgrader autograde` against `tapelab grade` (cold kernels, warm kernels, on Dask), on the same submissions.
 
     python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock]
+                            [--scores FILE]   (every graded cell's score per run, as JSON: two checkouts compared)
 
 Students cycle through correct (the reference), partial (the first answer left as the stub) and
 blank. The stock side runs `nbgrader autograde NB --student S` once per submission, sequentially,
@@ -214,6 +215,8 @@ def main() -> int:
     parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader (the slowest part)")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
+    parser.add_argument("--scores", type=Path, metavar="FILE",
+                        help="write every graded cell's score of each run here, as JSON (to compare two checkouts)")
     args = parser.parse_args()
     from services import DaskCluster
     from tapelab.paths import assignment_names
@@ -284,6 +287,9 @@ def main() -> int:
               f"(median worker execution {statistics.median(e['seconds'] for e in records['warm']['executions']):.2f} s)")
         print(f"load average during the runs: {', '.join(f'{x:.1f}' for x in loads)} on {os.cpu_count()} cores")
         base = graded["warm"]
+        if args.scores:
+            args.scores.write_text(json.dumps({name: {"/".join(k): v for k, v in sorted(cells.items())}
+                                               for name, cells in graded.items()}, indent=1))
         different = sorted((name, k) for name, other in graded.items() for k in base if other.get(k) != base[k])
         print(f"identical scores: {'yes' if not different and base else 'NO'} ({len(base)} graded cells "
               f"compared across {', '.join(graded)})")

@@ -6,7 +6,11 @@ LibCST keeps or the inference astroid adds, and it keeps the linter free of new 
 
 For an exercise checker: `lint_function(student_function)` gives the findings, each with the cause code
 the feedback speaks (`finding.code`), on the function's own source. For flake8: `tapelab.lint.flake8`.
-The rules, with examples and fixes, are in docs/lint.md.
+The rules, with examples and fixes, are in docs/lint.md (`tapelab lint --explain RULE` prints one).
+
+Runs wherever it is called: the `tapelab lint` command, pre-commit, flake8, and the checker in a student's
+kernel. Imports only `causes` and `errors` of tapelab and no third-party package: no TensorFlow, NumPy or
+nbgrader (tests/test_layers.py).
 """
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ class GuardedClient(NotebookClient):
     async def _guard_step(self) -> list[str]:
         """One guard step; what it found and undid (a failed step or a missing report is a finding)."""
         with self._clock("guard"):
-            reply = await self._execute(self.guard.step(), expressions={"tapelab_guard": guards.REPORT_EXPRESSION})
+            reply = await self._execute(self.guard.step(), expressions={"tapelab_guard": guard_channel.REPORT_EXPRESSION})
         return self.guard.findings(reply)
 
     async def _run_cell(self, cell: NotebookNode, code: str) -> None:
