@@ -24,6 +24,7 @@ from grade_fixtures import BASIC, TINY, cell_scores, fill, load_report, make_cou
 from course import round_trip_submissions
 from tapelab.grading.execution import warm
 from tapelab.grading.execution import worker
+from tapelab.grading.execution.kernels import kernel_env
 from tapelab.grading.execution.sandbox import UID_BASE, UID_SLOTS, Sandbox, SandboxError, Slot, protections
 from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
@@ -227,7 +228,7 @@ def test_the_zygote_holds_no_course_files_or_secrets(zygote):
     opened = sorted(os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
     assert opened[:3] == ["/dev/null"] * 3 and len(opened) == 4 and opened[3].startswith("socket:"), opened
     environ = dict(e.split("=", 1) for e in Path(f"/proc/{pid}/environ").read_text().split("\0") if e)
-    assert set(environ) == set(worker.kernel_env(Path(zygote.home), sys.executable)) | {"OPENBLAS_NUM_THREADS",
+    assert set(environ) == set(kernel_env(Path(zygote.home), sys.executable)) | {"OPENBLAS_NUM_THREADS",
                                                                                           "MPLBACKEND"}
     assert SECRET not in Path(f"/proc/{pid}/environ").read_text()
     mapped = {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if "/" in line}
@@ -238,7 +239,7 @@ def test_the_zygote_holds_no_course_files_or_secrets(zygote):
 
 ORPHAN = """
 import os, signal
-from tapelab.grading import warm
+from tapelab.grading.execution import warm
 zygote = warm.current()
 print(zygote.process.pid, zygote.home, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
