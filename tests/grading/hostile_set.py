@@ -23,7 +23,7 @@ PATCHES: dict[str, tuple[str, str]] = {
                    "builtins.abs was replaced"),
     "p_operator_math": ("import operator, math\noperator.eq = lambda *a: True\nmath.isclose = lambda *a, **k: True",
                         "operator.eq was replaced"),
-    "p_tapelab": ("import tapelab.checker.compare\ntapelab.compare.mismatch = lambda *a, **k: None\n"
+    "p_tapelab": ("import tapelab.checker.compare\ntapelab.checker.compare.mismatch = lambda *a, **k: None\n"
                   "tapelab.checker.compare.allclose = lambda *a, **k: True\ntype(ex1_1).check_case = lambda *a, **k: None",
                   "tapelab.checker.compare.mismatch was replaced"),
     "p_ipython": ("from IPython.core.interactiveshell import InteractiveShell\n"
