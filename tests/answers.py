@@ -26,6 +26,22 @@ class Mistake:
     says: str
 
 
+@dataclass(frozen=True)
+class Fresh:
+    """A mistake of the second catalogue (tests/fresh_mistakes/), written from the exercise text before the
+    diagnosis engine was built, to measure it: `cause` is the code (or codes) in `tapelab.causes` that names
+    what went wrong, and `tutor` what a good tutor would say. The feedback names it when it carries that code."""
+
+    name: str
+    code: str
+    cause: str | tuple[str, ...]
+    tutor: str
+
+    @property
+    def causes(self) -> tuple[str, ...]:
+        return (self.cause,) if isinstance(self.cause, str) else tuple(self.cause)
+
+
 def reference_answers(notebook: str) -> dict[str, str]:
     """grade_id of each answer cell -> its solution source, markers removed."""
     nb = nbformat.read(REPO / "solutions" / f"{notebook}.ipynb", as_version=4)
@@ -39,6 +55,12 @@ def reference_answers(notebook: str) -> dict[str, str]:
 def mistakes(notebook: str) -> dict[str, list[Mistake]]:
     """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py)."""
     module = importlib.import_module(f"mistakes.{notebook.split('_', 1)[1]}")
+    return module.MISTAKES
+
+
+def fresh_mistakes(notebook: str) -> dict[str, list[Fresh]]:
+    """grade_id of each answer cell -> its mistakes of the second catalogue (tests/fresh_mistakes/<topic>.py)."""
+    module = importlib.import_module(f"fresh_mistakes.{notebook.split('_', 1)[1]}")
     return module.MISTAKES
 
 

@@ -1,0 +1,162 @@
+"""Second-catalogue mistakes for 01_basic_tape (tests/fresh_mistakes/__init__.py)."""
+from answers import Fresh
+
+MISTAKES = {
+    "ex1_1_answer": [
+        Fresh("derivative worked out by hand", '''
+def cubic_slope(x):
+    return 9 * x**2 - 4 * x + 1
+''', "no-tape-used", "Your `9 * x**2 - 4 * x + 1` is the derivative done by hand; the exercise asks the tape for it: "
+     "record `y = 3 * x**3 - 2 * x**2 + x` on a `tf.Variable` inside `tf.GradientTape()` and return `tape.gradient(y, x)`."),
+        Fresh("coefficients and powers as int tensors", '''
+def cubic_slope(x):
+    x = tf.Variable(x)
+    coeffs = tf.constant([3, -2, 1])
+    powers = tf.constant([3, 2, 1])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(coeffs * x**powers)
+    return tape.gradient(y, x)
+''', "dtype-clash", "`tf.constant([3, 2, 1])` and `tf.constant([3, -2, 1])` are int32 tensors and `x` is float32, so "
+     "`x**powers` fails on mixed dtypes; write the lists as floats (`[3.0, 2.0, 1.0]`) or just write the polynomial out."),
+        Fresh("y computed from the Python float, not the variable", '''
+def cubic_slope(x):
+    xv = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x
+    return tape.gradient(y, xv)
+''', ("not-connected", "unused-input"), "Inside the tape you compute `y` from the Python float `x`, not from the variable "
+     "`xv`, so nothing recorded links `y` to `xv` and the gradient is None; write `y = 3 * xv**3 - 2 * xv**2 + xv`."),
+        Fresh("typo x*2 for x**2", '''
+def cubic_slope(x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x*2 + x
+    return tape.gradient(y, x)
+''', "wrong-target", "You typed `2 * x*2` (that is 4x) where the cubic has `2 * x**2`, so you differentiate "
+     "3x³ − 3x and get 9x² − 3 instead of 9x² − 4x + 1; make it `x**2`."),
+    ],
+    "ex1_2_answer": [
+        Fresh("elementwise * instead of @", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x * w + b
+        loss = tf.reduce_mean(y**2)
+    return tape.gradient(loss, [w, b])
+''', "elementwise-not-matmul", "`x * w` multiplies element by element, and a (batch, in) by an (in, out) tensor "
+     "do not broadcast; the layer is a matrix product, `y = x @ w + b`."),
+        Fresh("sum of squares instead of the mean", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+        loss = tf.reduce_sum(y**2)
+    return tape.gradient(loss, [w, b])
+''', ("sum-not-mean", "constant-factor"), "`tf.reduce_sum(y**2)` adds the squares instead of averaging them, so both "
+     "gradients are too large by the number of elements of `y`; the loss is `tf.reduce_mean(y**2)`."),
+        Fresh("mean over the batch axis only", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape() as tape:
+        y = x @ w + b
+        loss = tf.reduce_mean(y**2, axis=0)
+    return tape.gradient(loss, [w, b])
+''', "wrong-axis", "`tf.reduce_mean(y**2, axis=0)` averages over the batch only and leaves one loss per output, which the "
+     "tape then sums, so the gradients are multiplied by the number of outputs; average over every element: "
+     "`tf.reduce_mean(y**2)`."),
+        Fresh("persistent tape and two gradient calls", '''
+def loss_gradients(x, w, b):
+    with tf.GradientTape(persistent=True) as tape:
+        y = x @ w + b
+        loss = tf.reduce_mean(y**2)
+    dl_dw = tape.gradient(loss, w)
+    dl_db = tape.gradient(loss, b)
+    del tape
+    return [dl_dw, dl_db]
+''', "tape-used-twice", "The exercise asks for a single `tape.gradient` call; instead of a persistent tape asked twice, "
+     "pass both sources at once: `return tape.gradient(loss, [w, b])` gives both from one backward walk."),
+    ],
+    "ex1_3_answer": [
+        Fresh("hand-written sigmoid with the sign of the exponent lost", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = 1 / (1 + tf.exp(x))
+    return tape.gradient(y, x)
+''', "sign-flipped", "Your `1 / (1 + tf.exp(x))` is σ(−x), not σ(x): its slopes are −σ′(x), every one with the wrong "
+     "sign; use `tf.exp(-x)`, or simply `tf.sigmoid(x)`."),
+        Fresh("a column made of the input", '''
+def sigmoid_slopes(x):
+    x = tf.reshape(x, (-1, 1))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(x)
+    return tape.gradient(y, x)
+''', "extra-axis", "`tf.reshape(x, (-1, 1))` turns the 1-D input into a column, so the slopes come back with shape "
+     "(n, 1) instead of (n,); watch `x` as it is given and return the gradient with the input's shape."),
+        Fresh("the notebook's grid instead of x", '''
+def sigmoid_slopes(x):
+    xs = tf.linspace(-6.0, 6.0, 121)
+    with tf.GradientTape() as tape:
+        tape.watch(xs)
+        ys = tf.sigmoid(xs)
+    return tape.gradient(ys, xs)
+''', "unused-input", "You copied the notebook's `xs = tf.linspace(-6.0, 6.0, 121)` and never use the `x` you are "
+     "given, so you return 121 slopes of the grid; watch `x` and differentiate `tf.sigmoid(x)`."),
+        Fresh("output_gradients of NumPy ones", '''
+def sigmoid_slopes(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(x)
+    return tape.gradient(y, x, output_gradients=np.ones(x.shape[0]))
+''', "dtype-clash", "`np.ones(...)` is float64 while `y` is float32, so the backward walk fails on mixed dtypes; the "
+     "ones are the default, so drop `output_gradients` (or use `tf.ones_like(y)`)."),
+    ],
+    "ex1_4_answer": [
+        Fresh("difference taken the wrong way round", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x - h) - f(x + h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "sign-flipped", "`(f(x - h) - f(x + h))` subtracts in the wrong order, so `numeric_slope` has the opposite sign "
+     "and `rel_error` is about 2; the central difference is `(f(x + h) - f(x - h)) / (2 * h)`."),
+        Fresh("x made a NumPy float64", '''
+def gradient_check(f, x, h=1e-5):
+    x = np.float64(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "numpy-source", "`np.float64(x)` is a NumPy number, not a tensor, so `tape.watch(x)` cannot watch it; make "
+     "it a tensor with `x = tf.constant(x, tf.float64)`."),
+        Fresh("the 2 missing from the central difference", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / h
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return tape_slope, numeric_slope, rel_error
+''', "constant-factor", "`(f(x + h) - f(x - h)) / h` spans 2h but divides by h, so `numeric_slope` is twice the "
+     "slope and `rel_error` about 0.5; divide by `(2 * h)`."),
+        Fresh("tape and numeric slopes returned in the wrong order", '''
+def gradient_check(f, x, h=1e-5):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    tape_slope = tape.gradient(y, x)
+    numeric_slope = (f(x + h) - f(x - h)) / (2 * h)
+    rel_error = abs(tape_slope - numeric_slope) / abs(numeric_slope)
+    return numeric_slope, tape_slope, rel_error
+''', "swapped-results", "You return `numeric_slope, tape_slope, ...`, but the exercise asks for `tape_slope` first "
+     "and `numeric_slope` second; swap them in the `return`."),
+    ],
+}

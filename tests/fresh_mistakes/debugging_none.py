@@ -1,0 +1,191 @@
+"""Second-catalogue mistakes for 05_debugging_none (tests/fresh_mistakes/__init__.py)."""
+from answers import Fresh
+
+MISTAKES = {
+    "ex5_1_answer": [
+        Fresh("NumPy taken for a non-differentiable op", '''
+def classify(snippet):
+    return {"A": "not-watched", "B": "non-differentiable", "C": "non-differentiable",
+            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "Snippet C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
+     "`np.square` leave TensorFlow, so the tape records nothing; its code is `numpy-in-path`."),
+        Fresh("the variable-state path taken for an unconnected loss", '''
+def classify(snippet):
+    return {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
+            "D": "not-connected", "E": "not-trainable", "F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "In snippet D the loss is computed from `w`, but by way of `counter.assign_add`, "
+     "which stores a value and has no gradient: that is `state-change`, not `not-connected`."),
+        Fresh("the codes of E and F swapped", '''
+def classify(snippet):
+    codes = ["not-watched", "non-differentiable", "numpy-in-path", "state-change", "outside-tape",
+             "not-trainable"]
+    return codes["ABCDEF".index(snippet)]
+''', "wrong-cause-id", "Your list has the last two codes in the wrong order: E is the variable made with "
+     "`trainable=False` (`not-trainable`) and F computes `pred` before the tape (`outside-tape`)."),
+        Fresh("the cause's title returned instead of its code", '''
+def classify(snippet):
+    code = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
+            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
+    return CAUSES[code]
+''', "unknown-cause-id", "You picked the right causes, but `CAUSES[code]` is the title; the exercise asks "
+     "for the code itself, the key: return `code`."),
+    ],
+    "ex5_2_answer": [
+        Fresh("elementwise product instead of a matrix product", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x * w + b
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "elementwise-not-matmul", "The linear model is `x @ w`: `x * w` multiplies elementwise, which fails "
+     "(or broadcasts) for a `(n, d)` input and a `(d, 1)` weight."),
+        Fresh("gradients returned in the order [b, w]", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w + b - y) ** 2)
+    dl_db, dl_dw = tape.gradient(loss, [b, w])
+    return [dl_db, dl_dw]
+''', "swapped-results", "The gradients are right but in the wrong order: the exercise asks for "
+     "`[dl_dw, dl_db]`, so return `tape.gradient(loss, [w, b])`."),
+        Fresh("the half-MSE convention", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = 0.5 * tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "constant-factor", "The loss asked for is `mean((x @ w + b - y)**2)`; your `0.5 *` halves both "
+     "gradients. Drop the factor."),
+        Fresh("np.square in the loss", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = tf.reduce_mean(np.square(pred - y))
+    return tape.gradient(loss, [w, b])
+''', "numpy-in-path", "`np.square` returns a NumPy array, which the tape does not record, so both "
+     "gradients are `None`; use `tf.square` or `** 2`."),
+    ],
+    "ex5_3_answer": [
+        Fresh("one gradient, applied twice", '''
+def two_steps(w, x, y, lr):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((w * x - y) ** 2)
+    grad = tape.gradient(loss, w)
+    grads = []
+    for _ in range(2):
+        grads.append(grad)
+        w.assign_sub(lr * grad)
+    return grads
+''', "stale-value", "You compute the gradient once, at the start value, and reuse it for the second "
+     "step; the second gradient must be taken after the first update, with a new tape in the loop."),
+        Fresh("apply_gradients given two lists", '''
+def two_steps(w, x, y, lr):
+    optimizer = keras.optimizers.SGD(learning_rate=lr)
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        optimizer.apply_gradients([grad], [w])
+    return grads
+''', "apply-two-lists", "`apply_gradients` takes one iterable of (gradient, variable) pairs: write "
+     "`apply_gradients([(grad, w)])`, or simply `w.assign_sub(lr * grad)`."),
+        Fresh("one non-persistent tape around both steps", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    with tf.GradientTape() as tape:
+        for _ in range(2):
+            loss = tf.reduce_mean((w * x - y) ** 2)
+            grad = tape.gradient(loss, w)
+            grads.append(grad)
+            w.assign_sub(lr * grad)
+    return grads
+''', "tape-used-twice", "A tape gives one set of gradients: your single `tape` fails on the second "
+     "`tape.gradient`. Open a new `tf.GradientTape()` inside the loop, for each step."),
+        Fresh("a new tf.Variable made for each step", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = tf.Variable(w - lr * grad)
+    return grads
+''', ("no-update", "replaced-by-tensor"), "`w = tf.Variable(w - lr * grad)` gives the second step a "
+     "gradient, but binds `w` to a new variable: the caller's variable is never updated. Use "
+     "`w.assign_sub(lr * grad)`."),
+    ],
+    "ex5_4_answer": [
+        Fresh("stop_gradient around the rounding only", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.round(z)) - z
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z))` alone, the `+ z` and `- z` "
+     "cancel in the backward pass too, so the gradient is 0; the `- z` belongs inside the stop: "
+     "`z + tf.stop_gradient(tf.round(z) - z)`."),
+        Fresh("the weight rounded instead of the prediction", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        w_int = w + tf.stop_gradient(tf.round(w) - w)
+        pred = w_int * x
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "wrong-target", "The prediction to round is `w * x`; you round `w` and multiply afterwards, which "
+     "is another model. Apply the straight-through rounding to `z = w * x`."),
+        Fresh("rounded values cast to int32", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.cast(tf.round(z), tf.int32) - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "dtype-clash", "`tf.cast(..., tf.int32) - z` subtracts a float32 tensor from an int32 one, which "
+     "TensorFlow refuses; `tf.round` already gives whole numbers in float32, keep it so."),
+        Fresh("the one-line estimator with the terms misplaced", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = tf.round(z) - z + tf.stop_gradient(z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "sign-flipped", "The forward value is right, but the only path the gradient takes is `- z`, so "
+     "your gradient has the opposite sign; write `z + tf.stop_gradient(tf.round(z) - z)`."),
+    ],
+    "ex5_5_answer": [
+        Fresh("pairs given to optimizer.apply", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.path for g, v in zip(grads, variables) if g is None]
+    if missing:
+        raise ValueError(f"no gradient for {missing}")
+    optimizer.apply(zip(grads, variables))
+''', "apply-two-lists", "`optimizer.apply` takes the two lists, `apply(grads, variables)`; the "
+     "`zip` of pairs is what `apply_gradients` takes."),
+        Fresh("the missing paths returned instead of raised", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.path for g, v in zip(grads, variables) if g is None]
+    if missing:
+        print(f"refusing the step: no gradient for {missing}")
+        return missing
+    optimizer.apply(grads, variables)
+''', "error-swallowed", "Your step changes nothing, but it prints and returns instead of refusing: the "
+     "exercise asks you to `raise ValueError(...)` so a training loop cannot carry on."),
+        Fresh("None gradients replaced by zeros and applied", '''
+def checked_apply(optimizer, grads, variables):
+    grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables)]
+    optimizer.apply(grads, variables)
+''', "none-applied", "Filling the `None`s with zeros hides the bug and trains the rest of the model; "
+     "list the variables whose gradient is `None` and raise `ValueError` before `optimizer.apply`."),
+        Fresh("refused at the first None, naming only that variable", '''
+def checked_apply(optimizer, grads, variables):
+    for g, v in zip(grads, variables):
+        if g is None:
+            raise ValueError(f"no gradient for {v.path}")
+    optimizer.apply(grads, variables)
+''', "lists-healthy-variables", "You raise at the first `None`, so the message names `aux/kernel` but not "
+     "`aux/bias`; collect every path whose gradient is `None` first, then raise one error naming them all."),
+    ],
+}

@@ -1,0 +1,164 @@
+"""Second-catalogue mistakes for 02_model_variables (tests/fresh_mistakes/__init__.py)."""
+from answers import Fresh
+
+MISTAKES = {
+    "ex2_1_answer": [
+        Fresh("gradients negated to point downhill", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, model.trainable_variables)
+    return [-g for g in grads]
+''', "sign-flipped", "You return `[-g for g in grads]`, the descent direction, not the gradient: the task asks for "
+            "the gradients themselves; the minus sign belongs in the update step, not here."),
+        Fresh("loss divided again by the batch size", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) / len(x)
+    return tape.gradient(loss, model.trainable_variables)
+''', "constant-factor", "A Keras loss already averages over the batch, so `loss_fn(y, preds) / len(x)` divides every "
+            "gradient by the batch size a second time; differentiate `loss_fn(y, preds)` as it is."),
+        Fresh("one gradient call per variable on a non-persistent tape", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    return [tape.gradient(loss, v) for v in model.trainable_variables]
+''', "tape-used-twice", "Your list comprehension calls `tape.gradient` once per variable, but a non-persistent tape "
+            "allows one call: pass the whole list, `tape.gradient(loss, model.trainable_variables)`."),
+        Fresh("model.predict inside the tape", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model.predict(x, verbose=0)
+        loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.trainable_variables)
+''', ("predict-in-tape", "numpy-in-path"), "`model.predict` returns a NumPy array (and runs in inference mode), so "
+            "the tape records nothing from the weights to `loss` and every gradient is None; call "
+            "`model(x, training=True)` inside the tape."),
+    ],
+    "ex2_2_answer": [
+        Fresh("first gradient used for every variable", '''
+def manual_sgd_step(variables, grads, lr):
+    for i, v in enumerate(variables):
+        v.assign_sub(lr * grads[0])
+''', "first-source-only", "You index `grads[0]` inside the loop, so every variable is moved by the first variable's "
+            "gradient; use `grads[i]` (or `zip(variables, grads)`) so each variable gets its own."),
+        Fresh("learning rate made a float64 tensor", '''
+def manual_sgd_step(variables, grads, lr):
+    lr = tf.constant(lr, dtype=tf.float64)
+    for v, g in zip(variables, grads):
+        v.assign_sub(lr * g)
+''', "dtype-clash", "`tf.constant(lr, dtype=tf.float64)` cannot be multiplied by the float32 gradients; leave `lr` "
+            "a Python number, which takes the gradient's dtype."),
+        Fresh("new values written into the list", '''
+def manual_sgd_step(variables, grads, lr):
+    for i in range(len(variables)):
+        variables[i] = variables[i] - lr * grads[i]
+''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * grads[i]` replaces the list entry with a new tensor "
+            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * grads[i])`."),
+        Fresh("assign_sub dedented out of the loop", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        update = lr * g
+    v.assign_sub(update)
+''', "no-update", "Your `v.assign_sub(update)` sits after the loop, so only the last variable is updated and all the "
+            "others never change; indent it into the loop body."),
+    ],
+    "ex2_3_answer": [
+        Fresh("data loss returned without the layer losses", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        data_loss = loss_fn(y, preds)
+        total = data_loss + sum(model.losses)
+    grads = tape.gradient(total, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return data_loss
+''', "layer-losses-missing", "The update is right, but you return `data_loss`: the task asks for the total loss, "
+            "`loss_fn(y, preds) + sum(model.losses)`, so return `total`."),
+        Fresh("optimizer.apply given zipped pairs", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(zip(grads, model.trainable_variables))
+    return loss
+''', "apply-two-lists", "`optimizer.apply` takes the gradients and the variables as two lists; pairs from `zip` go to "
+            "`apply_gradients`. Write `optimizer.apply(grads, model.trainable_variables)`."),
+        Fresh("own SGD created instead of the given optimizer", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    sgd = keras.optimizers.SGD(learning_rate=0.1)
+    sgd.apply(grads, model.trainable_variables)
+    return loss
+''', "unused-input", "You build `keras.optimizers.SGD(learning_rate=0.1)` and never use the `optimizer` you were "
+            "given, so its learning rate and its kind (Adam) are ignored; call `optimizer.apply(...)`."),
+        Fresh("gradients applied twice, once each way", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+''', "constant-factor", "`apply` and `apply_gradients` are two ways of doing the same update; calling both takes two "
+            "steps (twice the SGD step) per call. Keep one of them."),
+    ],
+    "ex2_4_answer": [
+        Fresh("last batch loss appended", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        for x, y in dataset:
+            loss = step(x, y)
+            metric.update_state(loss)
+        means.append(float(loss))
+    return means
+''', "batch-loss-reported", "You update the metric but append `float(loss)`, the last batch's loss; append "
+            "`float(metric.result())`, the mean over the epoch's batches."),
+        Fresh("enumerate unpacked as the batch", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        for x, y in enumerate(dataset):
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "batch-not-unpacked", "`for x, y in enumerate(dataset)` makes `x` the batch index and `y` the whole `(x, y)` "
+            "batch, so `step` gets an int and a tuple; write `for x, y in dataset:` (or `for i, (x, y) in enumerate(dataset)`)."),
+        Fresh("epoch's summed loss given to the metric", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        epoch_loss = 0.0
+        for x, y in dataset:
+            epoch_loss += step(x, y)
+        metric.update_state(epoch_loss)
+        means.append(float(metric.result()))
+    return means
+''', ("sum-not-mean", "constant-factor"), "You add the batch losses up and give the metric one value, their sum, so "
+            "each epoch's 'mean' is the sum over batches; call `metric.update_state(loss)` for every batch."),
+        Fresh("one dataset iterator shared by all epochs", '''
+def train_epochs(step, dataset, epochs, metric):
+    batches = iter(dataset)
+    means = []
+    for epoch in range(epochs):
+        metric.reset_state()
+        for x, y in batches:
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "epochs-ignored", "`iter(dataset)` is made once and is exhausted after the first epoch, so later epochs run no "
+            "step and report 0; loop over `dataset` itself, which starts a new pass each epoch."),
+    ],
+}

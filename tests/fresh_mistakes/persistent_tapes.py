@@ -1,0 +1,197 @@
+"""Second-catalogue mistakes for 04_persistent_tapes (tests/fresh_mistakes/__init__.py)."""
+from answers import Fresh
+
+MISTAKES = {
+    "ex4_1_answer": [
+        Fresh("gradients returned in the wrong order", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dz_dx, dy_dx]
+''', "swapped-results", "Your gradients are right but your list is `[dz_dx, dy_dx]`; the exercise asks for "
+           "`[dy_dx, dz_dx]`, dy/dx first."),
+        Fresh("targets averaged to scalars first", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+        y_scalar = tf.reduce_mean(y)
+        z_scalar = tf.reduce_mean(z)
+    dy_dx = tape.gradient(y_scalar, x)
+    dz_dx = tape.gradient(z_scalar, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', ("mean-target", "constant-factor"), "A target need not be a scalar: `tape.gradient(y, x)` differentiates the "
+           "sum of `y`. Your `tf.reduce_mean(y)` divides both gradients by the length of `x`."),
+        Fresh("one call on the list of targets, unpacked", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx, dz_dx = tape.gradient([y, z], x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "wrong-target", "`tape.gradient([y, z], x)` does not give one gradient per target: it differentiates "
+           "y + z and returns one tensor shaped like `x`, which your unpacking splits by element (or fails on). "
+           "Call `gradient` once per target: that is what the persistent tape is for."),
+        Fresh("deletes the intermediates instead of the tape", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del y, z
+    return [dy_dx, dz_dx]
+''', "tape-not-released", "`del y, z` only drops your names; the persistent tape still holds its whole record "
+           "(y, z and what they were computed from) until the tape itself goes. Write `del tape` after the last "
+           "`gradient` call."),
+    ],
+    "ex4_2_answer": [
+        Fresh("learning rate scales only the loss gradient", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * dloss_dx + dpenalty_dx)
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', ("no-learning-rate", "constant-factor"), "Your step `lr * dloss_dx + dpenalty_dx` multiplies only the "
+           "loss gradient by `lr` and subtracts the whole penalty gradient; put the sum in parentheses: "
+           "`lr * (dloss_dx + dpenalty_dx)`."),
+        Fresh("penalty gradient copied from the loss line", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(loss, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "wrong-target", "Your `dpenalty_dx = tape.gradient(loss, x)` differentiates the loss a second time; the "
+           "target of that call must be `penalty`, so your step and new loss are off too."),
+        Fresh("in-place -= on the variable", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x -= lr * (dloss_dx + dpenalty_dx)
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "replaced-by-tensor", "`x -= ...` does not update a `tf.Variable` (TensorFlow refuses it: it would rebind "
+           "`x` to a new tensor); update it in place with `x.assign_sub(lr * (dloss_dx + dpenalty_dx))`."),
+        Fresh("step follows the loss gradient only", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * dloss_dx)
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "unused-input", "You computed `dpenalty_dx` but your step `x.assign_sub(lr * dloss_dx)` leaves it out; the "
+           "step is `lr * (dloss_dx + dpenalty_dx)`, so your `new_loss` is the loss after the wrong step."),
+    ],
+    "ex4_3_answer": [
+        Fresh("returns the first derivative", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    d2y_dx2 = outer.gradient(dy_dx, x)
+    return dy_dx
+''', "first-derivative", "Your tapes are right, but you return `dy_dx`, f'(x); return `d2y_dx2`, the outer "
+           "tape's gradient of it."),
+        Fresh("forward difference of tape slopes", '''
+def second_derivative(f, x):
+    def slope(at):
+        at = tf.Variable(at)
+        with tf.GradientTape() as tape:
+            y = f(at)
+        return tape.gradient(y, at)
+
+    h = 1e-3
+    return (slope(x + h) - slope(x)) / h
+''', "forward-difference", "`(slope(x + h) - slope(x)) / h` is a one-sided finite difference of f', only an "
+           "approximation of f''(x) (biased by about h·f'''/2 and by float32 rounding); the exercise asks for the "
+           "exact value from two nested tapes."),
+        Fresh("watches the Python float", '''
+def second_derivative(f, x):
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', ("numpy-source", "not-watched"), "`x` is a Python float, and a tape can only watch a tensor; convert it "
+           "first, `x = tf.Variable(x)` (or `tf.constant(x)` watched by both tapes)."),
+        Fresh("first derivative converted to NumPy", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x).numpy()
+    return outer.gradient(dy_dx, x)
+''', "numpy-in-path", "Your `.numpy()` turns `dy_dx` into a NumPy number that no tape recorded, so the outer "
+           "tape cannot differentiate it; keep `dy_dx = inner.gradient(y, x)` a tensor."),
+    ],
+    "ex4_4_answer": [
+        Fresh("symmetrised without halving", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    H = outer.jacobian(g, x)
+    return H + tf.transpose(H)  # make sure it is symmetric
+''', "constant-factor", "`outer.jacobian(g, x)` is already symmetric; your `H + tf.transpose(H)` doubles every "
+           "entry. Return `H` (or `(H + tf.transpose(H)) / 2`)."),
+        Fresh("row by row from an ordinary outer tape", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+        rows = [g[i] for i in range(x.shape[0])]
+    return tf.stack([outer.gradient(row, x) for row in rows])
+''', "tape-used-twice", "Your list comprehension calls `outer.gradient` once per row, but an ordinary tape "
+           "answers one call only; the second raises. `outer.jacobian(g, x)` gives every row in one call."),
+        Fresh("f called on the array, not the variable", '''
+def hessian(f, x):
+    xv = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, xv)
+    return outer.jacobian(g, xv)
+''', ("not-connected", "unused-input"), "You made `xv = tf.Variable(x)` but call `f(x)` on the original array, "
+           "so `y` is not computed from `xv` and `g` is None; call `f(xv)`."),
+        Fresh("tf.hessians instead of nested tapes", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    y = f(x)
+    return tf.hessians(y, x)[0]
+''', ("no-tape", "no-tape-used"), "`tf.hessians` is built on `tf.gradients`, which works only in graph mode "
+           "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, x)`."),
+    ],
+}

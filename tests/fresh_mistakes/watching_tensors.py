@@ -1,0 +1,171 @@
+"""Second-catalogue mistakes for 03_watching_tensors (tests/fresh_mistakes/__init__.py)."""
+from answers import Fresh
+
+MISTAKES = {
+    "ex3_1_answer": [
+        Fresh("returns z instead of its gradient", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    dz_dy = tape.gradient(z, y)
+    return z
+''', ("returned-value", "loss-for-gradient"), "You compute `dz_dy` and then `return z`: that is the value "
+           "x⁴, not its derivative 2y. Return `dz_dy`."),
+        Fresh("dy/dx: the gradient of the intermediate itself", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    return tape.gradient(y, x)
+''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = 2x, the derivative of the intermediate; "
+           "the exercise asks how z changes with y, `tape.gradient(z, y)` = 2y."),
+        Fresh("chain rule by hand on a non-persistent tape", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    dz_dy = tape.gradient(z, y)
+    dy_dx = tape.gradient(y, x)
+    return dz_dy * dy_dx
+''', "tape-used-twice", "The second `tape.gradient` call fails because a tape that is not persistent answers "
+           "only once; and `dz_dy * dy_dx` would be dz/dx anyway. Just return `tape.gradient(z, y)`."),
+        Fresh("z computed after the with block", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    z = y * y
+    return tape.gradient(z, y)
+''', "outside-tape", "`z = y * y` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
+           "and `tape.gradient(z, y)` is None. Indent `z = y * y` into the block."),
+    ],
+    "ex3_2_answer": [
+        Fresh("averages the saliency over the batch", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tf.reduce_mean(tf.abs(tape.gradient(y, x)), axis=0)
+''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(..., axis=0)` averages over the examples as the notebook's "
+           "printout did, leaving one number per feature; the exercise asks for a tensor shaped like `x`, so drop "
+           "the mean."),
+        Fresh("abs of the output, not of the gradient", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.abs(model(x))
+    return tape.gradient(y, x)
+''', "wrong-target", "You differentiate `tf.abs(model(x))`, which flips the sign of the gradient wherever the "
+           "output is negative; the magnitude asked for is `tf.abs(tape.gradient(model(x), x))`: take the abs after "
+           "the gradient."),
+        Fresh("model.predict inside the tape", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model.predict(x, verbose=0)
+    return tf.abs(tape.gradient(y, x))
+''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is "
+           "None and `tf.abs` fails; call the model itself, `y = model(x)`."),
+        Fresh("watches a new constant but feeds the array to the model", '''
+def input_saliency(model, x):
+    x_tensor = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x_tensor)
+        y = model(x)
+    return tf.abs(tape.gradient(y, x_tensor))
+''', ("not-connected", "wrong-source"), "You watch `x_tensor` but call `model(x)` on the NumPy array, which makes "
+           "a different tensor; `y` does not come from `x_tensor`, so its gradient is None. Call "
+           "`model(x_tensor)`."),
+    ],
+    "ex3_3_answer": [
+        Fresh("watched and gradient in the wrong order", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.watched_variables(), tape.gradient(y, x)
+''', "swapped-results", "The pair is asked as `(gradient, watched)`; you return `tape.watched_variables()` first. "
+           "Swap the two."),
+        Fresh("gradient of the mean output", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = tf.reduce_mean(model(x))
+    return tape.gradient(y, x), tape.watched_variables()
+''', ("mean-target", "constant-factor"), "`tf.reduce_mean(model(x))` divides every gradient by the number of "
+           "outputs; the tape already differentiates the sum of a non-scalar target, so use `y = model(x)`."),
+        Fresh("watch_accessed_variables given to watch", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x, watch_accessed_variables=False)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "weights-watched", "`watch_accessed_variables=False` is an option of the tape, not of `tape.watch` (hence the "
+           "TypeError): write `tf.GradientTape(watch_accessed_variables=False)` and `tape.watch(x)`."),
+        Fresh("empty second tape to report watched", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    gradient = tape.gradient(y, x)
+    with tf.GradientTape(watch_accessed_variables=False) as quiet:
+        quiet.watch(x)
+    return gradient, quiet.watched_variables()
+''', ("weights-watched", "not-from-tape"), "The gradient comes from a default `tape` that watched every weight; "
+           "`quiet.watched_variables()` is empty only because `quiet` recorded nothing. Use one tape with "
+           "`watch_accessed_variables=False` for the gradient and return its `watched_variables()`."),
+    ],
+    "ex3_4_answer": [
+        Fresh("one gradient per output, stacked first", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+        columns = [y[:, k] for k in range(y.shape[1])]
+    rows = [tape.gradient(column, x) for column in columns]
+    del tape
+    return tf.stack(rows)
+''', "permuted-axes", "Stacking one gradient per output column along axis 0 gives shape (outputs, batch, inputs); "
+           "the values are right but the batch axis must come first: `tf.stack(rows, axis=1)`, or simply "
+           "`tape.batch_jacobian(y, x)`."),
+        Fresh("diag_part of the full Jacobian", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    full = tape.jacobian(y, x)
+    return tf.linalg.diag_part(full)
+''', ("wrong-axis", "full-jacobian"), "`tf.linalg.diag_part` takes the diagonal of the last two axes of `full` "
+           "(example and input), not of the two batch axes 0 and 2, so the numbers are wrong; use "
+           "`tape.batch_jacobian(y, x)`."),
+        Fresh("model called on one example at a time", '''
+def per_example_jacobian(model, x):
+    rows = []
+    for i in range(x.shape[0]):
+        xi = x[i]
+        with tf.GradientTape() as tape:
+            tape.watch(xi)
+            yi = model(xi)
+        rows.append(tape.jacobian(yi, xi))
+    return tf.stack(rows)
+''', "missing-axis", "`x[i]` drops the batch axis, and the model expects input of shape (batch, inputs), so "
+           "`model(xi)` raises; keep the batch together and use `tape.batch_jacobian(y, x)`."),
+        Fresh("Jacobian of slices taken after the tape", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+    blocks = [tape.jacobian(y[i], x[i]) for i in range(x.shape[0])]
+    del tape
+    return tf.stack(blocks)
+''', "sliced-source", "`x[i]` and `y[i]` are new tensors made after the tape closed, so the tape never recorded "
+           "them and every `tape.jacobian` is None; take `tape.batch_jacobian(y, x)` of the whole batch instead."),
+    ],
+}
