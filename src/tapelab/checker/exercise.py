@@ -13,8 +13,10 @@ from typing import Any, Callable, Iterable
 
 from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.departure import departure
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause, short_error
+from tapelab.checker.tf_errors import line_of, translate
 from tapelab.quiet import Quiet
 from tapelab.checker.lint_facts import StaticFacts
 
@@ -51,7 +53,11 @@ class Exercise:
     # What the checker passes for each parameter ("constant", "variable"), so that a None gradient met in an
     # error can be explained from the student's own call (tapelab.checker.explanations.explain_none).
     parameter_kinds: dict[str, str] = {}
+    # Parameters the reference answer does not read, so that never reading them is no departure
+    # (tapelab.checker.departure; tests/checker/test_departure.py checks every reference against it).
+    unread_parameters: frozenset[str] = frozenset()
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
+    _file: str | None = None  # the file its code was compiled from (the answer cell), set by `check`
 
     def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
         """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation.
@@ -60,24 +66,35 @@ class Exercise:
         a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
         """
         __tracebackhide__ = True
-        static = StaticFacts()
+        static, fn = StaticFacts(), None
         try:
             fn = self._lookup() if answer is None else answer
             if not callable(fn):
                 raise Incorrect(f"`{self.answer}` should be a function, but it is a `{type(fn).__name__}`.")
             facts = self._facts = CodeFacts.of(fn)
+            self._file = _code_file(fn)
             static = StaticFacts.of(fn)
             chosen = list(self.visible_cases if cases is None else cases)
             for case in chosen:
                 self.check_case(fn, case, facts)
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
-            explained = static.explain(failure, self._facts)
+            explained = self._departed(static.explain(failure, self._facts), fn)
             explained.exercise = failure.exercise or self.number
             if explained is failure:
                 raise
             raise explained from None
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
         _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
+
+    def _departed(self, failure: Feedback, fn: Any) -> Feedback:
+        """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
+        (tapelab.checker.departure), an Incorrect that adds it and names its cause."""
+        if not isinstance(failure, Incorrect) or failure.cause is not None:
+            return failure
+        why = departure(fn, self._facts, self.unread_parameters)
+        if why is None:
+            return failure
+        return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
 
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError
@@ -130,11 +147,13 @@ class Exercise:
         return Call(value, quiet.lines)
 
     def _explain_error(self, error: Exception, doing: str) -> Explanation:
-        """What raised what (TensorFlow's text cut to the part that matters), then the cause when the error and
-        the code's facts establish one."""
+        """What raised what (TensorFlow's text cut to the part that matters) and where in the answer cell, then
+        the cause when the error and the code's facts establish one (tapelab.checker.tf_errors)."""
         text, name = short_error(error), type(error).__name__
-        message = f"{doing} raised `{name}: {text}`." if text else f"{doing} raised `{name}`."
-        why = error_cause(error, self._facts, self.parameter_kinds)
+        line = line_of(error, self._file)
+        at = f" at {line.where()}" if line else ""
+        message = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
+        why = error_cause(error, self._facts, self.parameter_kinds) or translate(error, line)
         return Explanation(f"{message} {why.text}", why.cause) if why else Explanation(message)
 
     def _lookup(self) -> Any:
@@ -145,6 +164,14 @@ class Exercise:
                 "Write it in the answer cell above and run that cell first."
             )
         return namespace[self.answer]
+
+
+def _code_file(fn: Any) -> str | None:
+    """The file a student's function (or the first method of a class) was compiled from."""
+    code = getattr(fn, "__code__", None)
+    if code is None and isinstance(fn, type):
+        code = next((m.__code__ for m in vars(fn).values() if hasattr(m, "__code__")), None)
+    return code.co_filename if code is not None else None
 
 
 def _user_namespace() -> dict:

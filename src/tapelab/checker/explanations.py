@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause", "short_error"]
+__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause", "short_error", "strip_tf_noise"]
 
 
 @dataclass(frozen=True)
@@ -232,14 +232,36 @@ def none_feedback(observed: str, facts: CodeFacts, call: GradientCall | None,
 
 # --------------------------------------------------------------------------- errors
 
-def short_error(error: BaseException, limit: int = 160) -> str:
-    """TensorFlow's message cut to the part that names the problem: its first line or sentence, no object dumps."""
+def strip_tf_noise(text: str) -> str:
+    """TensorFlow's message without the `{{function_node ...}}` prefix and the `[Op:...] name:` suffix."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    return re.sub(r"\s*\[Op:\w+\](\s*name:\s*\S*)?\s*$", "", text.strip(), flags=re.M)
+
+
+def short_error(error: BaseException, limit: int = 200) -> str:
+    """TensorFlow's message cut to the part that names the problem: its first meaningful line or sentence,
+    without TensorFlow's `{{function_node}}` and `[Op:...]` wrapping or object dumps, and never cut inside a
+    bracket (a long line ends at the last space outside every bracket)."""
     text = re.sub(r"Passed in object .*? of type", "Passed in object of type", str(error), flags=re.S)
-    text = re.sub(r"<[^<>]{40,}>", "<...>", text)  # long reprs of objects
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    sentence = re.match(r"(.+?[.!?])(\s|$)", first)
+    text = re.sub(r"<[^<>]{40,}>", "<...>", strip_tf_noise(text))  # long reprs of objects
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[0].rstrip(":") == "in user code":  # a tf.function error: the error line is the last
+        lines = [line for line in lines if re.match(r"\w+Error: ", line)][-1:] or lines
+        lines = [re.sub(r"^\w+Error: ", "", lines[0])]
+    first = lines[0] if lines else ""
+    sentence = re.match(r"(.+?(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)[.!?])(\s|$)", first)
     first = sentence.group(1) if sentence and len(sentence.group(1)) >= 20 else first
-    return first if len(first) <= limit else first[: limit - 3] + "..."
+    if len(first) <= limit:
+        return first
+    depth, cut = 0, 0
+    for i, char in enumerate(first[:limit]):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif depth == 0 and char in " ,;":
+            cut = i
+    return first[:cut].rstrip(" ,;") + " ..."
 
 
 def _second_use(facts: CodeFacts) -> Explanation:
@@ -266,7 +288,7 @@ def _second_use(facts: CodeFacts) -> Explanation:
                        f"`tf.GradientTape(persistent=True)` and `del {name}` after the last call.", "tape-used-twice")
 
 
-def _numpy_reached_tape(facts: CodeFacts) -> Explanation:
+def _numpy_reached_tape(facts: CodeFacts, text: str) -> Explanation:
     for call in facts.gradient_calls:
         tape = facts.tape(call.tape)
         up = facts.upstream(call.target)
@@ -280,8 +302,35 @@ def _numpy_reached_tape(facts: CodeFacts) -> Explanation:
         if source is not None and source.made_by == "numpy":
             return Explanation(f"The source `{call.source}` is a NumPy array (`{source.call}`), which the tape cannot "
                                f"differentiate by. Did you convert it with `tf.constant` and watch it?", "numpy-source")
-    return Explanation("A NumPy value reached `tape.gradient` as its target or a source, where it needs tensors. "
-                       "Did you convert it with `tf.constant`?")
+    return _plain_value_in_gradient(facts, text) or Explanation(
+        f"{_what_reached(text)} reached `tape.gradient` as its target or a source, where it needs tensors.")
+
+
+def _what_reached(text: str) -> str:
+    kind = re.search(r"'([\w.]+)' object has no attribute '_id'", text)
+    name = kind.group(1) if kind else ""
+    return ("A Python number" if name in ("float", "int") else "A NumPy value" if name.startswith("numpy")
+            else f"A `{name}`" if name else "A value that is not a tensor")
+
+
+def _plain_value_in_gradient(facts: CodeFacts, text: str) -> Explanation | None:
+    """The target a gradient call got is a plain number or array: which code fact made it so, when one does
+    (a Keras `predict` on its path, or a target computed without the source)."""
+    for call in facts.gradient_calls:
+        up = facts.upstream(call.target)
+        predicted = next((a for a in facts.assignments if set(a.names) & up and ".predict(" in a.value), None)
+        if predicted is not None:
+            return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so "
+                               f"`{call.target}` is not a tensor computed from the source. Call the model itself, "
+                               f"`model(x)`, inside the `with` block.", "predict-in-tape")
+        sources = [s for s in call.sources if re.fullmatch(r"[A-Za-z_]\w*", s)]
+        made = facts.assignments_of(call.target, before=call.line)
+        if made and sources and not any(s in up for s in sources):
+            reads = ", ".join(f"`{n}`" for n in sorted(up - {call.target}) if n in facts.params) or "other values"
+            return Explanation(f"{_what_reached(text)} reached `{call.text()}`: `{call.target}` is computed from "
+                               f"{reads}, not from `{call.source}`, so it is a plain value the tape never recorded. "
+                               f"Compute `{call.target}` from `{call.source}`.", "not-connected")
+    return None
 
 
 def _after_del(error: BaseException, facts: CodeFacts) -> Explanation | None:
@@ -365,7 +414,7 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     if "non-persistent GradientTape can only be used to compute one set" in text:
         return _second_use(facts)
     if "has no attribute '_id'" in text:
-        return _numpy_reached_tape(facts)
+        return _numpy_reached_tape(facts, text)
     if isinstance(error, (NameError, UnboundLocalError)) and facts.found:
         return _after_del(error, facts)
     if "None values not supported" in text and facts.found:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tapelab.causes import cause as _catalogued
 from tapelab.checker.compare import ATOL, RTOL, agrees, mismatch, to_numpy
+from tapelab.checker.differential import ratio_of, structural
 from tapelab.checker.messages import Incorrect
 
 __all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "ratio_of", "constant_factor", "swapped", "swapped_item",
@@ -50,11 +51,11 @@ class Alternative:
 
 
 def matching_alternative(expected: Any, actual: Any, alternatives: Iterable[Alternative],
-             rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:
+                         rtol: float = RTOL, atol: float = ATOL, name: str | None = None) -> Alternative | None:
     """The alternative that `actual` matches and `expected` does not, if exactly one cause matches (two
     wrong answers that give the same value here are not told apart, so neither is named; a constant
-    factor yields to a more specific cause); else a constant factor, if the values are really one
-    multiple of the right ones; else None."""
+    factor yields to a more specific cause); else, when none matches, the structural mistake
+    (tapelab.checker.differential) that turns the right value into `actual`, if one does; else None."""
     matches = []
     for alternative in alternatives:
         try:
@@ -66,14 +67,17 @@ def matching_alternative(expected: Any, actual: Any, alternatives: Iterable[Alte
     matches = [m for m in matches if m.cause != "constant-factor"] or matches  # a named cause is more specific
     if len({m.cause for m in matches}) == 1:
         return matches[0]
-    return None if matches else constant_factor(expected, actual, rtol, atol)
+    if matches:
+        return None
+    found = structural(expected, actual, name, rtol, atol)
+    return Alternative(found[0], None, found[0], found[1]) if found else None
 
 
 def because(expected: Any, actual: Any, alternatives: Iterable[Alternative] = (), otherwise: str = "",
-            rtol: float = RTOL, atol: float = ATOL) -> tuple[str, str | None]:
+            rtol: float = RTOL, atol: float = ATOL, name: str | None = None) -> tuple[str, str | None]:
     """What to say after "expected X, got Y", and its cause code: the matching alternative's question,
     else `otherwise` (a question that asserts no cause) with no code."""
-    found = matching_alternative(expected, actual, alternatives, rtol, atol)
+    found = matching_alternative(expected, actual, alternatives, rtol, atol, name)
     return (found.says, found.cause) if found is not None else (otherwise, None)
 
 
@@ -83,49 +87,8 @@ def wrong_value(name: str, expected: Any, actual: Any, alternatives: Iterable[Al
     problem = mismatch(expected, actual, name, rtol, atol)
     if problem is None:
         return None
-    says, code = because(expected, actual, alternatives, otherwise, rtol, atol)
+    says, code = because(expected, actual, alternatives, otherwise, rtol, atol, name)
     return Incorrect(f"{problem} {says}".strip(), cause=code)
-
-
-def _flat(value: Any) -> np.ndarray | None:
-    """All numbers of a tensor or a nest of tensors in one float64 vector; None if not numeric."""
-    if isinstance(value, dict):
-        value = [value[k] for k in sorted(value)]
-    if isinstance(value, (list, tuple)):
-        parts = [_flat(v) for v in value]
-        return None if any(p is None for p in parts) else np.concatenate(parts) if parts else np.zeros(0)
-    if value is None:
-        return None
-    try:
-        return to_numpy(value).astype(np.float64).ravel()
-    except (TypeError, ValueError):
-        return None
-
-
-def _same_structure(expected: Any, actual: Any) -> bool:
-    if isinstance(expected, (list, tuple)):
-        return isinstance(actual, (list, tuple)) and len(actual) == len(expected) and all(
-            _same_structure(e, a) for e, a in zip(expected, actual))
-    try:
-        return to_numpy(expected).shape == to_numpy(actual).shape
-    except (TypeError, ValueError):
-        return False
-
-
-def ratio_of(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> float | None:
-    """The k with `actual` == k * `expected` everywhere (zeros included), when that is established: the
-    same structure and at least two nonzero entries to compare (one number is always a multiple of
-    another); None otherwise, and for k = 1 or 0."""
-    want, got = _flat(expected), _flat(actual)
-    if want is None or got is None or not _same_structure(expected, actual):
-        return None
-    nonzero = np.abs(want) > max(atol, 1e-12)
-    if nonzero.sum() < 2 or not np.all(np.isfinite(got)):
-        return None
-    ratio = float(np.median(got[nonzero] / want[nonzero]))
-    if not np.isfinite(ratio) or abs(ratio - 1) < 1e-3 or abs(ratio) < 1e-6:
-        return None
-    return ratio if np.allclose(got, ratio * want, rtol=max(rtol, 1e-6), atol=atol) else None
 
 
 def constant_factor(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:

@@ -97,6 +97,11 @@ class LossGradients(Exercise):
             if problem:
                 raise problem
         _require_tape(self, facts)
+        calls = [c for c in facts.gradient_calls if c.method == "gradient"]
+        if len(calls) > 1:
+            raise Incorrect(f"Your gradients are right, but the task asks for a single `tape.gradient` call and yours "
+                            f"makes {len(calls)} ({', '.join(f'`{c.text()}`' for c in calls)}). Pass both sources "
+                            "in one list: `tape.gradient(loss, [w, b])`.", cause="several-gradient-calls")
 
 
 def _sigmoid(x):

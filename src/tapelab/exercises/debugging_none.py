@@ -204,9 +204,10 @@ class TwoSteps(Exercise):
         uphill, _ = _steps(w0, x, y, -lr)
         per_step = "Did you update `w` once per step, by `lr * grad`?"
         problem = wrong_value("grads[1]", expected[1], got[1], [
-            Alternative("the first step's gradient", expected[0], "no-update",
-                        "That is `grads[0]` again: `w` did not change between the steps. Did you update it with "
-                        "`w.assign_sub(lr * grad)`?"),
+            Alternative("the first step's gradient", expected[0], "stale-value",
+                        "That is `grads[0]` again: the second gradient was taken at `w`'s start value (either `w` "
+                        "did not change between the steps, or the gradient was not recomputed after the update). "
+                        "Compute each step's gradient in its own tape, then `w.assign_sub(lr * grad)`."),
             Alternative("the gradient after a step uphill", uphill[1], "uphill-step",
                         "You moved `w` uphill. Did you use `assign_add` where gradient descent subtracts, "
                         "`assign_sub`?")], otherwise=per_step)

@@ -174,6 +174,10 @@ class TwoOptimizers(Exercise):
                 raise Incorrect(f"`two_optimizer_step` returned {fmt(got) if value is not None else type(got).__name__}"
                                 f"{at}, but should return the loss, one number ({want:.6g} here). Did you return "
                                 "the scalar `loss` from the tape?")
+            if value.ndim:
+                raise Incorrect(f"`two_optimizer_step` returned a tensor of shape {value.shape}{at}, but the loss is "
+                                "one number, of shape (): an axis of size 1 was kept. Reduce over every axis (`tf."
+                                "reduce_mean(...)` with no `axis`), so that the loss is a scalar.", cause="extra-axis")
             if not allclose(want, float(value.ravel()[0]), rtol=1e-4, atol=1e-6):
                 got_text, want_text = fmt_pair(float(value.ravel()[0]), want, 1e-4, 1e-6)
                 raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"
@@ -245,7 +249,7 @@ class ClipGlobalNorm(Exercise):
         expected = [a * min(1.0, max_norm / norm) if norm else a for a in arrays]
         if got is None:
             raise Incorrect("`clip_gradients` returned `None`. Did you forget `return`?", cause="no-return")
-        library = "library-clip" if facts.calls_to("clip_by_global_norm") else None
+        library = "library-clip" if facts.calls_to("clip_by_global_norm") or facts.calls_to("global_norm") else None
         if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], (list, tuple)):
             raise Incorrect("`clip_gradients` returned a pair `(list, norm)`, but should return the list of clipped "
                             "gradients only. Did you return the tuple of `tf.clip_by_global_norm` whole, instead of "
@@ -272,7 +276,7 @@ class ClipGlobalNorm(Exercise):
                             "`tf.cast(..., g.dtype)`.", cause="dtype-changed")
         if library:
             raise Incorrect("Your values are right, but this exercise asks you to write the clipping yourself, "
-                            "without `tf.clip_by_global_norm`: compute the global norm and one scale factor.",
+                            "without `tf.clip_by_global_norm` or `tf.linalg.global_norm`: compute the global norm and one scale factor.",
                             cause=library)
 
     @staticmethod

@@ -71,6 +71,15 @@ class SeveralGradients(_TapeExercise):
             if problem:
                 raise problem
         self._reject_gradient_inside_with(facts, call.logs)
+        kept = [t.name for t in facts.tape_blocks if t.persistent and t.name not in facts.deleted]
+        if kept:
+            others = sorted(facts.deleted)
+            also = f" (it deletes {', '.join(f'`{n}`' for n in others)}, which frees nothing the tape holds)" if others \
+                else ""
+            raise Incorrect(f"Your values are right, but the rule of Exercises 4.1 and 4.2 is to `del {kept[0]}` once "
+                            f"you have every gradient, and your code never deletes `{kept[0]}`{also}. A persistent "
+                            "tape keeps its whole record until the tape object itself goes.",
+                            cause="tape-not-released")
 
 
 # ---------------------------------------------------------------- 4.2 release the tape

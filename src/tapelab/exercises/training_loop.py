@@ -45,11 +45,15 @@ class Mean(keras.metrics.Mean):
 
     def __init__(self) -> None:
         super().__init__(name="loss")
-        self.updates = 0
+        self.updates = self.resets = 0
 
     def update_state(self, *args: Any, **kwargs: Any) -> None:
         self.updates += 1
         super().update_state(*args, **kwargs)
+
+    def reset_state(self) -> None:
+        self.resets += 1
+        super().reset_state()
 
 
 def _loop_case(spec):
@@ -117,8 +121,12 @@ class TrainEpochs(Exercise):
                         "metric-not-reset", "Each mean includes the epochs before it. Did you call "
                         "`metric.reset_state()` at the start of each epoch?"),
             Alternative("reset per batch", [e[-1] for e in batch_losses], "reset-per-batch",
-                        "Each value is the epoch's last batch loss. Did you reset the metric inside the batch "
-                        "loop? Reset once per epoch, before its batches."),
+                        f"Each value is the epoch's last batch loss, and the metric was reset {metric.resets} times "
+                        f"in {epochs} epochs: inside the batch loop. Reset once per epoch, before its batches.")
+            if metric.resets >= epochs * n_batches else
+            Alternative("last batch loss", [e[-1] for e in batch_losses], "batch-loss-reported",
+                        "Each value is the epoch's last batch loss, not the mean over its batches. Report the "
+                        "metric's `result()` after the epoch's batches, not the loss of its last step."),
             Alternative("result per batch", [float(np.mean(e[:k + 1])) for e in batch_losses for k in range(len(e))],
                         "result-per-batch", "That is one running mean per batch. Did you append "
                         "`metric.result()` inside the batch loop? Append it once per epoch, after the batches."),

@@ -124,7 +124,7 @@ class InputSaliency(_WatchExercise):
                             f"but should return one tensor of shape {x.shape}, like `x`. Did you take the "
                             "gradient with respect to the model's weights instead of the input `x`?",
                             cause="wrong-source")
-        problem = wrong_value("saliency", expected, got, [Alternative(
+        problem = wrong_value("saliency", expected, got, [] if facts.calls_to("abs") else [Alternative(
             "the signed gradients", signed, "missing-abs",
             "Those are the signed gradients: the saliency is their magnitude. Did you forget `tf.abs`?")])
         if problem:
@@ -162,6 +162,14 @@ class InputOnlyGradient(_WatchExercise):
         if facts.found and not facts.calls_to("watched_variables"):
             raise Incorrect("`watched` should come from the tape itself: return `tape.watched_variables()`.",
                             cause="not-from-tape")
+        used = facts.returned_call(0)
+        tape = facts.tape(used.tape) if used is not None else None
+        if tape is not None and tape.watch_accessed and facts.tapes > 1:
+            raise Incorrect(f"`gradient` comes from `{used.text()}`, and `{tape.name}` watches every variable it "
+                            "touches (it has no `watch_accessed_variables=False`), so it recorded the weights; "
+                            "`watched` comes from another tape. Compute the gradient on the tape whose watched "
+                            "variables you return, opened with `watch_accessed_variables=False`.",
+                            cause="weights-watched")
         if len(watched) > 0:
             names = ", ".join(f"`{getattr(v, 'name', v)}`" for v in watched[:4])
             raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. By default "

@@ -1,0 +1,178 @@
+"""TensorFlow's errors read as facts: which line of the student's cell raised, which operation, which
+operands' shapes and dtypes, and what that establishes.
+
+`line_of` finds the student's line in the traceback (the last frame in the answer cell's file, or the
+`in user code` location a `tf.function` reports); `translate` reads the error's class and text with that
+line's operators and returns an `Explanation` only when the two together establish a cause: an
+elementwise `*` on operands whose shapes fit a matrix product, a matrix product whose shapes do not fit,
+two dtypes in one operation, a list of tensors of different shapes stacked into one. Otherwise it says
+where the error was raised and nothing more.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+import traceback
+from dataclasses import dataclass
+
+from tapelab.checker.explanations import Explanation, strip_tf_noise
+
+__all__ = ["Line", "line_of", "translate"]
+
+_DTYPES = {"float": "float32", "double": "float64", "half": "float16", "int32": "int32", "int64": "int64",
+           "bfloat16": "bfloat16", "complex64": "complex64", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class Line:
+    """The student's line that raised: its number in the answer cell and its text."""
+
+    number: int
+    text: str
+
+    def where(self) -> str:
+        """How a message points at it: `line 3 (`y = x * w`)`."""
+        return f"line {self.number} (`{self.text}`)"
+
+
+def line_of(error: BaseException, filename: str | None) -> Line | None:
+    """The last line of `filename` (the answer cell) in `error`'s traceback, or the `tf.function` location
+    TensorFlow writes into its text; None when neither shows one."""
+    if not filename:
+        return None
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == filename and frame.lineno:
+            found = frame.lineno
+    if found is None:
+        located = re.findall(rf'File "{re.escape(filename)}", line (\d+)', str(error))
+        found = int(located[-1]) if located else None
+    if found is None:
+        return None
+    text = linecache.getline(filename, found).strip()
+    return Line(found, text) if text else None
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in re.findall(r"-?\d+", text))
+
+
+def _operators(text: str) -> list[tuple[str, str]]:
+    """(operator, source of the expression) for each binary `*`, `@`, `+`, `-`, `/` on the line."""
+    source = text.rstrip(":")
+    for attempt in (source, source.removeprefix("return "), source + " pass"):
+        try:
+            tree = ast.parse(attempt)
+            break
+        except SyntaxError:
+            continue
+    else:
+        return []
+    names = {ast.Mult: "*", ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Div: "/"}
+    return [(names[type(n.op)], ast.get_source_segment(attempt, n) or "") for n in ast.walk(tree)
+            if isinstance(n, ast.BinOp) and type(n.op) in names]
+
+
+def _fits_matmul(a: tuple, b: tuple) -> bool:
+    return len(a) >= 2 and len(b) >= 2 and a[-1] == b[-2]
+
+
+def _elementwise(op: str, a: tuple, b: tuple, line: Line | None) -> Explanation | None:
+    operators = _operators(line.text) if line else []
+    products = [expr for _, expr in operators]
+    stars = [expr for sign, expr in operators if sign == "*"]
+    if op == "Mul" and len(stars) == 1 and _fits_matmul(a, b):
+        return Explanation(
+            f"`{stars[0]}` multiplies a {a} tensor by a {b} tensor elementwise, and those shapes "
+            f"do not broadcast. They fit a matrix product (the left's last size, {a[-1]}, is the right's first): did "
+            "you mean `@` (`tf.matmul`)?",
+            "elementwise-not-matmul")
+    return Explanation(
+        f"The elementwise `{op}`{' in `' + products[0] + '`' if len(products) == 1 else ''} got shapes "
+        f"{a} and {b}, which do not broadcast (from the right, each pair of sizes must be equal or 1). Print both "
+        "operands' shapes there and make them fit.", "shape-clash")
+
+
+def _matmul(a: tuple, b: tuple) -> Explanation:
+    if len(a) != len(b):
+        fix = "Give both operands the same rank, e.g. `x[None, :]` for a row or `tf.reshape`."
+        return Explanation(f"The matrix product got operands of rank {len(a)} {a} and rank {len(b)} {b}. {fix}",
+                           "shape-clash")
+    fits = ("It fits with the right operand transposed (`tf.transpose`, or `transpose_b=True`)." if a[-1] == b[-1]
+            else "It fits with the operands swapped." if b[-1] == a[-2]
+            else "Check which axis holds what in each operand.")
+    return Explanation(f"The matrix product of {a} and {b} needs the left operand's last size ({a[-1]}) to equal "
+                       f"the right one's first ({b[-2] if len(b) >= 2 else b[0]}). {fits}", "shape-clash")
+
+
+def translate(error: BaseException, line: Line | None) -> Explanation | None:
+    """What `error`, raised at `line` of the student's cell, establishes; None when nothing is."""
+    text = str(error)
+    found = re.search(r"Incompatible shapes: (\[[-\d,]*\]) vs\. (\[[-\d,]*\]) \[Op:(\w+)\]", text)
+    if found:
+        return _elementwise(found.group(3), _shape(found.group(1)), _shape(found.group(2)), line)
+    found = re.search(r"Dimensions must be equal, but are \d+ and \d+ for '\{\{node [^}]*\}\} = (\w+)\[.*?"
+                      r"input shapes: (\[[-\d,]*\]), (\[[-\d,]*\])", text, re.S)
+    if found:
+        op, a, b = found.group(1), _shape(found.group(2)), _shape(found.group(3))
+        return _matmul(a, b) if op in ("MatMul", "BatchMatMulV2") else _elementwise(op, a, b, line)
+    found = re.search(r"Matrix size-incompatible: In\[0\]: (\[[-\d,]*\]), In\[1\]: (\[[-\d,]*\])", text) or \
+        re.search(r"In\[0\] and In\[1\] has different ndims: (\[[-\d,]*\]) vs\. (\[[-\d,]*\])", text)
+    if found:
+        return _matmul(_shape(found.group(1)), _shape(found.group(2)))
+    found = re.search(r"cannot compute (\w+) as input #(\d)\(zero-based\) was expected to be a (\w+) tensor but is "
+                      r"a (\w+) tensor", text)
+    if found:
+        op, want, got = found.group(1), _DTYPES.get(found.group(3), found.group(3)), _DTYPES.get(found.group(4),
+                                                                                                 found.group(4))
+        return Explanation(f"TensorFlow's `{op}` combines a "
+                           f"{want} tensor with a {got} tensor (its input {found.group(2)}), and TensorFlow never "
+                           f"converts between dtypes. Make both {want}: `tf.cast(value, tf.{want})`, or create the "
+                           f"{got} value as {want}.", "dtype-clash")
+    found = re.search(r"Cannot convert (\S+) to EagerTensor of dtype (\w+)", text)
+    if found:
+        return Explanation(f"The Python number {found.group(1)} meets a {found.group(2)} tensor, and "
+                           f"TensorFlow cannot make it a {found.group(2)}. Make the tensor a float "
+                           "(`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than `tf.constant(3)`).",
+                           "dtype-clash")
+    found = re.search(r"Shapes of all inputs must match: values\[0\]\.shape = (\[[-\d,]*\]) != values\[(\d+)\]\.shape "
+                      r"= (\[[-\d,]*\])", text)
+    if found:
+        return Explanation(f"A list of tensors of shapes {_shape(found.group(1))} and {_shape(found.group(3))} "
+                           "was turned into one tensor (a list given where one tensor is expected stacks its items, "
+                           "which needs equal shapes). Handle the tensors one by one, or combine what you computed "
+                           "from each (e.g. `tf.add_n`).", "shape-clash")
+    return _python_side(text, line)
+
+
+def _python_side(text: str, line: Line | None) -> Explanation | None:
+    """Errors TensorFlow raises about Python-side values: what was passed where."""
+    found = re.search(r"Input '\w+' of '(\w+)' Op has type (\w+) that does not match type (\w+) of argument", text)
+    if found:
+        op, got, want = found.groups()
+        return Explanation(f"TensorFlow's `{op}` got a {got} operand with a {want} one, and it never converts between "
+                           f"dtypes. Cast the {got} value: `tf.cast(value, tf.{want})`.", "dtype-clash")
+    found = re.search(r"Passed in object of type '([\w.]+)', not tf\.Tensor", text)
+    if found and line is not None and ".watch(" in line.text:
+        kind = found.group(1)
+        what = "a Python number" if kind in ("float", "int") else f"a NumPy `{kind}`"
+        return Explanation(f"`watch` got {what}, and a tape watches only tensors and variables. Convert it first, "
+                           "`x = tf.constant(x)`, then watch and compute from that tensor.", "numpy-source")
+    if "with `tf.Variable`s is not supported" in text:
+        return Explanation("`-=` (and `+=`) would rebind the name to a new tensor, which TensorFlow refuses for a "
+                           "variable. Update it in place: `x.assign_sub(step)`.", "replaced-by-tensor")
+    if "tf.gradients is not supported when eager execution is enabled" in text:
+        return Explanation("`tf.gradients` and `tf.hessians` work only inside a graph; in eager code no tape "
+                           "records anything for them. Record the computation with `tf.GradientTape` (nested tapes "
+                           "for second derivatives).", "no-tape")
+    if "object of type 'zip' has no len()" in text and line is not None and ".apply(" in line.text:
+        return Explanation("`optimizer.apply` takes two lists, `apply(grads, variables)`; (gradient, variable) pairs "
+                           "from `zip` are what `apply_gradients` takes.", "apply-two-lists")
+    found = re.search(r"(Ranks of all input tensors should match|Shapes must be equal rank|Dimension \d+ in both "
+                      r"shapes must be equal)", text)
+    if found:
+        return Explanation("The tensors combined there have different shapes or ranks, and this operation needs them "
+                           "alike (a list given where one tensor is expected is stacked). Handle each tensor on its own, "
+                           "or reshape them first (`tf.reshape(g, [-1])`).", "shape-clash")
+    return None
