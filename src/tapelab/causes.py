@@ -139,8 +139,6 @@ _CATALOGUE = (
     # structural wrong answers every checker tells apart (tapelab.checker.differential)
     Cause("sign-flipped", "the right values with the opposite sign",
           "Check each minus sign: `y - pred` or `pred - y`, `assign_sub` or `assign_add`."),
-    Cause("wrong-axis", "values reduced (summed or averaged) over another axis than the one asked for",
-          "Reduce over the axis the task names (`axis=...`), and keep the one it keeps."),
     Cause("missing-axis", "an axis the answer should keep was summed or averaged away",
           "Keep that axis: reduce only over the others, or not at all."),
     Cause("not-reduced", "one value per output (a Jacobian, per-example values) where their sum or mean is asked",

@@ -2,7 +2,7 @@
 
 When an exercise's own alternatives (`tapelab.checker.wrong_answers.Alternative`) do not match, a wrong
 value is held against the family of structural mistakes one can make with the right numbers: the
-opposite sign, a constant factor (2, 1/2, the size of an axis), axes in another order, an axis of size
+opposite sign, a constant factor (2, 1/2, the size of an axis), zero everywhere, axes in another order, an axis of size
 1 added or dropped, an axis reduced away, an axis left unreduced (a Jacobian for a gradient),
 the full Jacobian for a per-example one, one item given for every item, items in another order. Each
 `Alternative` it returns states only what the values establish: the student's value equals that
@@ -100,13 +100,12 @@ def _factor_note(ratio: float, expected: Any) -> str:
 
 
 def _scalar_ratio(expected: Any, actual: Any, atol: float) -> float | None:
-    """-1, 2 or 1/2 when one nonzero number is exactly that multiple of the right one: specific enough that
-    a coincidence is unlikely (any other multiple of a single number says nothing)."""
+    """-1 when one nonzero number is exactly the right one negated. Any other multiple of a single number says
+    nothing (a wrong item that equals another item's right value is often 2 or 1/2 of it)."""
     want, got = _array(expected), _array(actual)
     if want is None or got is None or want.size != 1 or got.size != 1 or abs(float(want.ravel()[0])) <= atol:
         return None
-    ratio = float(got.ravel()[0]) / float(want.ravel()[0])
-    return next((k for k in (-1.0, 2.0, 0.5) if abs(ratio - k) < 1e-6), None)
+    return -1.0 if abs(float(got.ravel()[0]) / float(want.ravel()[0]) + 1) < 1e-6 else None
 
 
 def _scaled(expected, actual, name, rtol, atol):
@@ -116,11 +115,21 @@ def _scaled(expected, actual, name, rtol, atol):
     if ratio is None:
         return None
     if abs(ratio + 1) < 1e-6:
-        return ("sign-flipped", f"{_q(name)} is the right value with the opposite sign{', on every entry' if _flat(expected).size > 1 else ''}. Check each "
+        every = ", on every entry" if _flat(expected).size > 1 else ""
+        return ("sign-flipped", f"{_q(name)} is the right value with the opposite sign{every}. Check each "
                 "minus sign on the way: `y - pred` against `pred - y`, `assign_sub` against `assign_add`, a `-` "
                 "left in the formula.")
     whose = f"The values of {_q(name)}" if name else "Your values"
     return ("constant-factor", f"{whose} are all {ratio:.4g} times the right ones.{_factor_note(ratio, expected)}")
+
+
+def _zero(want, got, name, rtol, atol):
+    """`got` is exactly zero everywhere where the right value is not: nothing flows back to the source."""
+    if want.shape != got.shape or np.any(got != 0) or not _informative(want, atol):
+        return None
+    return ("zero-gradient", f"{_q(name)} is exactly zero everywhere, where the right value is not: no change of the "
+            "source reaches the target along the recorded path. A `tf.stop_gradient`, a rounding, or a value the "
+            "target does not depend on gives exactly zero; look at each operation between source and target.")
 
 
 def _permuted(want, got, name, rtol, atol):
@@ -205,7 +214,7 @@ def _full_jacobian(want, got, name, rtol, atol):
     return None
 
 
-_ARRAY_CHECKS: tuple[Callable, ...] = (_permuted, _unit_axis, _full_jacobian, _reduced_away, _unreduced)
+_ARRAY_CHECKS: tuple[Callable, ...] = (_zero, _permuted, _unit_axis, _full_jacobian, _reduced_away, _unreduced)
 
 
 def _items(value: Any) -> list | None:
@@ -220,8 +229,8 @@ def _nest(expected, actual, name, rtol, atol):
         return None
     distinct = not any(agrees(a, b, rtol, atol) for a, b in itertools.combinations(want, 2))
     if distinct and all(agrees(want[0], g, rtol, atol) for g in got):
-        return ("first-source-only", f"Every item of {_q(name, False)} is the first one's right value: one gradient given "
-                "for every source. Ask the tape for each source's own gradient, e.g. "
+        return ("first-source-only", f"Every item of {_q(name, False)} is the first one's right value: one "
+                "gradient given for every source. Ask the tape for each source's own gradient, e.g. "
                 "`tape.gradient(loss, [a, b])`, and return them in order.")
     if distinct:
         for order in itertools.permutations(range(len(want))):

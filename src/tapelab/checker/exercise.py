@@ -15,8 +15,8 @@ from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.departure import departure
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
-from tapelab.checker.explanations import Explanation, error_cause, short_error
-from tapelab.checker.tf_errors import line_of, translate
+from tapelab.checker.explanations import Explanation, error_cause
+from tapelab.checker.tf_errors import line_of, short_error, translate
 from tapelab.quiet import Quiet
 from tapelab.checker.lint_facts import StaticFacts
 
@@ -87,10 +87,10 @@ class Exercise:
         _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
 
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
-        """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
-        (tapelab.checker.departure), an Incorrect that adds it and names its cause."""
-        if not isinstance(failure, Incorrect) or failure.cause is not None:
-            return failure
+        """`failure`, or when it is an Incorrect about a value, with no cause, and the code shows a departure from
+        the task (tapelab.checker.departure), an Incorrect that adds it and names its cause."""
+        if not isinstance(failure, Incorrect) or failure.cause is not None or failure.observed:
+            return failure  # a named cause, or an error: the departure would not be what made it fail
         why = departure(fn, self._facts, self.unread_parameters)
         if why is None:
             return failure
@@ -138,23 +138,24 @@ class Exercise:
                         "with your code, run that cell, then run this one again."
                     ) from None
                 except Exception as error:  # the student's bug, reported rather than re-raised
-                    why = self._explain_error(error, doing)
-                    raise Incorrect(why.text, cause=why.cause) from None
+                    observed, why = self._explain_error(error, doing)
+                    failure = Incorrect(f"{observed} {why.text}" if why else observed, cause=why and why.cause)
+                    failure.observed = observed
+                    raise failure from None
         finally:
             # Under `tapelab grade`, the kernel's guard undoes anything the student's code patched
             # while it ran, before the result is compared; elsewhere this event has no listener.
             _audit("tapelab.guard.check")
         return Call(value, quiet.lines)
 
-    def _explain_error(self, error: Exception, doing: str) -> Explanation:
-        """What raised what (TensorFlow's text cut to the part that matters) and where in the answer cell, then
-        the cause when the error and the code's facts establish one (tapelab.checker.tf_errors)."""
+    def _explain_error(self, error: Exception, doing: str) -> tuple[str, Explanation | None]:
+        """What raised what (TensorFlow's text cut to the part that matters) and where in the answer cell; and
+        the cause, when the error and the code's facts establish one (tapelab.checker.tf_errors)."""
         text, name = short_error(error), type(error).__name__
         line = line_of(error, self._file)
         at = f" at {line.where()}" if line else ""
-        message = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
-        why = error_cause(error, self._facts, self.parameter_kinds) or translate(error, line)
-        return Explanation(f"{message} {why.text}", why.cause) if why else Explanation(message)
+        observed = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
+        return observed, error_cause(error, self._facts, self.parameter_kinds) or translate(error, line)
 
     def _lookup(self) -> Any:
         namespace = _user_namespace()

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause", "short_error", "strip_tf_noise"]
+__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause"]
 
 
 @dataclass(frozen=True)
@@ -231,38 +231,6 @@ def none_feedback(observed: str, facts: CodeFacts, call: GradientCall | None,
 
 
 # --------------------------------------------------------------------------- errors
-
-def strip_tf_noise(text: str) -> str:
-    """TensorFlow's message without the `{{function_node ...}}` prefix and the `[Op:...] name:` suffix."""
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
-    return re.sub(r"\s*\[Op:\w+\](\s*name:\s*\S*)?\s*$", "", text.strip(), flags=re.M)
-
-
-def short_error(error: BaseException, limit: int = 200) -> str:
-    """TensorFlow's message cut to the part that names the problem: its first meaningful line or sentence,
-    without TensorFlow's `{{function_node}}` and `[Op:...]` wrapping or object dumps, and never cut inside a
-    bracket (a long line ends at the last space outside every bracket)."""
-    text = re.sub(r"Passed in object .*? of type", "Passed in object of type", str(error), flags=re.S)
-    text = re.sub(r"<[^<>]{40,}>", "<...>", strip_tf_noise(text))  # long reprs of objects
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if lines and lines[0].rstrip(":") == "in user code":  # a tf.function error: the error line is the last
-        lines = [line for line in lines if re.match(r"\w+Error: ", line)][-1:] or lines
-        lines = [re.sub(r"^\w+Error: ", "", lines[0])]
-    first = lines[0] if lines else ""
-    sentence = re.match(r"(.+?(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)[.!?])(\s|$)", first)
-    first = sentence.group(1) if sentence and len(sentence.group(1)) >= 20 else first
-    if len(first) <= limit:
-        return first
-    depth, cut = 0, 0
-    for i, char in enumerate(first[:limit]):
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth -= 1
-        elif depth == 0 and char in " ,;":
-            cut = i
-    return first[:cut].rstrip(" ,;") + " ..."
-
 
 def _second_use(facts: CodeFacts) -> Explanation:
     """A non-persistent tape asked twice: the fix that works for this code."""

@@ -37,6 +37,9 @@ class Feedback(AssertionError):
     title = "Not yet"
     kind = "incorrect"
     findings: tuple = ()  # the `tapelab lint` findings that established `cause` (tapelab.checker.lint_facts), if any
+    # For a failure that wraps the student's error: what raised and where, before any general explanation of it
+    # (tapelab.checker.tf_errors), so that a checker that knows more can say it instead. "" otherwise.
+    observed: str = ""
 
     def __init__(self, message: str, cause: str | None = None, *, expected: str | None = None,
                  actual: str | None = None):

@@ -16,9 +16,9 @@ import re
 import traceback
 from dataclasses import dataclass
 
-from tapelab.checker.explanations import Explanation, strip_tf_noise
+from tapelab.checker.explanations import Explanation
 
-__all__ = ["Line", "line_of", "translate"]
+__all__ = ["Line", "line_of", "translate", "short_error", "strip_tf_noise"]
 
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "int32": "int32", "int64": "int64",
            "bfloat16": "bfloat16", "complex64": "complex64", "bool": "bool"}
@@ -34,6 +34,38 @@ class Line:
     def where(self) -> str:
         """How a message points at it: `line 3 (`y = x * w`)`."""
         return f"line {self.number} (`{self.text}`)"
+
+
+def strip_tf_noise(text: str) -> str:
+    """TensorFlow's message without the `{{function_node ...}}` prefix and the `[Op:...] name:` suffix."""
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    return re.sub(r"\s*\[Op:\w+\](\s*name:\s*\S*)?\s*$", "", text.strip(), flags=re.M)
+
+
+def short_error(error: BaseException, limit: int = 200) -> str:
+    """TensorFlow's message cut to the part that names the problem: its first meaningful line or sentence,
+    without TensorFlow's `{{function_node}}` and `[Op:...]` wrapping or object dumps, and never cut inside a
+    bracket (a long line ends at the last space outside every bracket)."""
+    text = re.sub(r"Passed in object .*? of type", "Passed in object of type", str(error), flags=re.S)
+    text = re.sub(r"<[^<>]{40,}>", "<...>", strip_tf_noise(text))  # long reprs of objects
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[0].rstrip(":") == "in user code":  # a tf.function error: the error line is the last
+        lines = [line for line in lines if re.match(r"\w+Error: ", line)][-1:] or lines
+        lines = [re.sub(r"^\w+Error: ", "", lines[0])]
+    first = lines[0] if lines else ""
+    sentence = re.match(r"(.+?(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)[.!?])(\s|$)", first)
+    first = sentence.group(1) if sentence and len(sentence.group(1)) >= 20 else first
+    if len(first) <= limit:
+        return first
+    depth, cut = 0, 0
+    for i, char in enumerate(first[:limit]):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif depth == 0 and char in " ,;":
+            cut = i
+    return first[:cut].rstrip(" ,;") + " ..."
 
 
 def line_of(error: BaseException, filename: str | None) -> Line | None:
@@ -153,7 +185,7 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
         op, got, want = found.groups()
         return Explanation(f"TensorFlow's `{op}` got a {got} operand with a {want} one, and it never converts between "
                            f"dtypes. Cast the {got} value: `tf.cast(value, tf.{want})`.", "dtype-clash")
-    found = re.search(r"Passed in object of type '([\w.]+)', not tf\.Tensor", text)
+    found = re.search(r"Passed in object (?:.*?\s)?of type '([\w.]+)', not tf\.Tensor", text, re.S)
     if found and line is not None and ".watch(" in line.text:
         kind = found.group(1)
         what = "a Python number" if kind in ("float", "int") else f"a NumPy `{kind}`"
@@ -173,6 +205,7 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
                       r"shapes must be equal)", text)
     if found:
         return Explanation("The tensors combined there have different shapes or ranks, and this operation needs them "
-                           "alike (a list given where one tensor is expected is stacked). Handle each tensor on its own, "
+                           "alike (a list given where one tensor is expected is stacked). Handle each tensor on its "
+                           "own, "
                            "or reshape them first (`tf.reshape(g, [-1])`).", "shape-clash")
     return None

@@ -229,21 +229,21 @@ class GradientCheck(Exercise):
             raise problem
         _require_tape(self, facts)
 
-    def _explain_error(self, error: Exception, doing: str) -> Explanation:
+    def _explain_error(self, error: Exception, doing: str) -> tuple[str, Explanation | None]:
         """Two errors this task's code meets: float32 mixed with float64, and a `None` gradient (the returned
         tuple's first item) used in the error's arithmetic, explained from that item's gradient call."""
+        observed, general = super()._explain_error(error, doing)
         text = str(error)
         if re.search(r"expected to be a (double|float) tensor but is a (float|double) tensor", text):
-            return Explanation(f"{doing} raised `{type(error).__name__}`: a float32 tensor met a float64 one. A "
-                               f"gradient check needs every value in float64: {_ROUNDING}. Did you call `f` on the "
-                               "Python float `x` (TensorFlow makes that float32) instead of your float64 tensor?",
-                               "float32-check")
+            return observed, Explanation(f"Here a float32 tensor met a float64 one. A gradient check needs every value in "
+                                         f"float64: {_ROUNDING}. Did you call `f` on the Python float `x` (TensorFlow "
+                                         "makes that float32) instead of your float64 tensor?", "float32-check")
         if "Attempt to convert a value (None)" in text and self._facts.found:
             why = explain_none(self._facts, self._facts.returned_call(0), self.parameter_kinds)
             if why.cause:
-                return Explanation(f"{doing} raised `{type(error).__name__}`: the tape's gradient is `None`, and "
-                                   f"the next operation could not use it. {why.text}", why.cause)
-        return super()._explain_error(error, doing)
+                return observed, Explanation("The tape's gradient is `None`, and the next operation could not use "
+                                             f"it. {why.text}", why.cause)
+        return observed, general
 
     def _slopes(self, name, f, df, x, h, tape_slope, numeric_slope) -> None:
         """Raise if the tape's slope is not f'(x) in float64, or the difference is not the central one at `h`."""

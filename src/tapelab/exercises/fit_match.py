@@ -94,9 +94,10 @@ def combined_dtypes(text: str) -> frozenset[str]:
 def float16_mismatch(problem: Incorrect) -> Incorrect | None:
     """Under `mixed_float16`, where inputs and targets are float32 and only the layers' outputs are float16:
     the feedback for an op that combined float16 with float32, else None."""
-    if problem.cause is not None or combined_dtypes(str(problem)) != {"float16", "float32"}:
+    if problem.cause not in (None, "dtype-clash") or combined_dtypes(str(problem)) != {"float16", "float32"}:
         return None
-    return Incorrect(f"{problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is float16 "
+    # the general dtype explanation (tapelab.checker.tf_errors) gives way to the one that says where float16 came from
+    return Incorrect(f"{problem.observed or problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is float16 "
                      "while `y` stays float32. Cast before you combine them: `tf.cast(y_pred, y.dtype)`.",
                      cause="float16-mismatch")
 

@@ -238,9 +238,10 @@ class ClipGlobalNorm(Exercise):
         try:
             got = self.call(fn, grads, max_norm, shown=shown).value
         except Incorrect as problem:
-            if dtype == "float32" or problem.cause or combined_dtypes(str(problem)) != {dtype, "float32"}:
+            if dtype == "float32" or problem.cause not in (None, "dtype-clash") or \
+                    combined_dtypes(str(problem)) != {dtype, "float32"}:
                 raise
-            raise Incorrect(f"{problem} The gradients here are {dtype}, and a float32 tensor in your code met them "
+            raise Incorrect(f"{problem.observed or problem} The gradients here are {dtype}, and a float32 tensor in your code met them "
                             "(`max_norm` is a Python number): did you create one with `tf.constant(1.0)` or "
                             "`tf.cast(..., tf.float32)`? Gradients come in the dtype of their variables. Use Python "
                             "numbers, which take the dtype of the tensor they meet, or cast to the gradients' dtype: "

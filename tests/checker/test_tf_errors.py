@@ -1,0 +1,82 @@
+"""TensorFlow errors read as facts (tapelab.checker.tf_errors): the student's line from the traceback, and a
+cause only when the error's text and that line's operators establish it."""
+import linecache
+
+import pytest
+import tensorflow as tf
+
+from tapelab.checker.tf_errors import Line, line_of, short_error, translate
+
+_FILE = "<answer test_tf_errors>"
+
+
+def _raised(source: str, *args):
+    """The error `f(*args)` raises, with `f` compiled from `source` as an answer cell is."""
+    linecache.cache[_FILE] = (len(source), None, source.splitlines(True), _FILE)
+    namespace = {"tf": tf}
+    exec(compile(source, _FILE, "exec"), namespace)
+    with pytest.raises(Exception) as caught:
+        namespace["f"](*args)
+    return caught.value
+
+
+def test_elementwise_product_where_the_shapes_fit_a_matrix_product():
+    error = _raised("def f(x, w):\n    y = x * w\n    return y\n", tf.ones((4, 3)), tf.ones((3, 2)))
+    line = line_of(error, _FILE)
+    assert line == Line(2, "y = x * w")
+    why = translate(error, line)
+    assert why.cause == "elementwise-not-matmul" and "`x * w`" in why.text and "(4, 3)" in why.text
+
+
+def test_shapes_that_fit_no_product_are_a_shape_clash_not_a_matmul_diagnosis():
+    error = _raised("def f(x, w):\n    return x * w\n", tf.ones((4, 3)), tf.ones((5, 2)))
+    assert translate(error, line_of(error, _FILE)).cause == "shape-clash"
+
+
+def test_without_a_star_on_the_line_no_elementwise_product_is_claimed():
+    """The same error raised by `tf.multiply` on the line: the line has no `*`, so the cause is the shapes only."""
+    error = _raised("def f(x, w):\n    return tf.multiply(x, w)\n", tf.ones((4, 3)), tf.ones((3, 2)))
+    assert translate(error, line_of(error, _FILE)).cause == "shape-clash"
+
+
+def test_a_matrix_product_whose_operands_do_not_fit():
+    error = _raised("def f(x, w):\n    return x @ w\n", tf.ones((4, 3)), tf.ones((2, 3)))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "shape-clash" and "transposed" in why.text
+
+
+def test_two_dtypes_in_one_operation():
+    error = _raised("def f(x, w):\n    return x * w\n", tf.ones((2,)), tf.ones((2,), tf.float64))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "float32" in why.text and "float64" in why.text
+
+
+def test_a_python_float_with_an_int_tensor():
+    error = _raised("def f(x):\n    return x * 0.5\n", tf.constant([1, 2]))
+    assert translate(error, line_of(error, _FILE)).cause == "dtype-clash"
+
+
+def test_inside_tf_function_the_line_comes_from_the_user_code_location():
+    source = "def f(x, w):\n    return tf.function(lambda a, b: a * b)(x, w)\n"
+    error = _raised(source, tf.ones((4, 3)), tf.ones((3, 2)))
+    line = line_of(error, _FILE)
+    assert line is not None and line.number == 2
+    assert translate(error, line).cause in ("elementwise-not-matmul", "shape-clash")
+
+
+def test_an_error_that_establishes_nothing_gets_no_cause():
+    error = _raised("def f(x):\n    return x.no_such_method()\n", tf.ones((2,)))
+    assert translate(error, line_of(error, _FILE)) is None
+
+
+def test_no_line_outside_the_answer_cell():
+    error = _raised("def f(x):\n    return tf.reshape(x, (5,))\n", tf.ones((4, 3)))
+    assert line_of(error, "<another file>") is None
+
+
+def test_short_error_keeps_tensorflows_first_meaningful_line_whole():
+    error = _raised("def f(x, w):\n    return x * w\n", tf.ones((4, 3)), tf.ones((3, 2)))
+    assert short_error(error) == "Incompatible shapes: [4,3] vs. [3,2]"
+    long = ValueError("Expected (" + ", ".join(f"item{i}" for i in range(80)) + ") but got something else")
+    cut = short_error(long)
+    assert cut.endswith("...") and cut.count("(") == cut.count(")")
