@@ -18,10 +18,10 @@ from typing import Any, Callable
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.explanations import Explanation
 
-__all__ = ["departure", "unread_parameters"]
+__all__ = ["departure", "unread_parameters", "function_node"]
 
 
-def _function(fn: Callable) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def function_node(fn: Callable) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The definition of `fn` from its source; None when the source cannot be read."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -36,7 +36,7 @@ def _loaded(function: ast.AST) -> set[str]:
 
 def unread_parameters(fn: Callable) -> list[str]:
     """The parameters of `fn` its body never reads (in order); [] when its source cannot be read."""
-    function = _function(fn)
+    function = function_node(fn)
     if function is None:
         return []
     arguments = function.args
@@ -48,7 +48,7 @@ def unread_parameters(fn: Callable) -> list[str]:
 def _returned_target(fn: Callable, facts: CodeFacts) -> Explanation | None:
     """The function returns (as its value or one of its items) the target of a gradient call whose result it
     then never reads: the gradient was computed and dropped, its target returned in its place."""
-    function = _function(fn)
+    function = function_node(fn)
     if function is None or not facts.returns:
         return None
     loaded = _loaded(function)

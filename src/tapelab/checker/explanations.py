@@ -185,10 +185,22 @@ def _not_connected(facts: CodeFacts, call: GradientCall, target_up: set[str]) ->
     local = source in facts.params or facts.assignments_of(source)
     if not (re.fullmatch(r"[A-Za-z_]\w*", call.target) and facts.assignments_of(call.target) and local):
         return None
+    made = facts.assignments_of(source, before=call.line)
+    if made and made[-1].made_by in ("constant", "variable"):
+        # a new tensor or variable built from a value: what else is computed from that value is not computed from it
+        if source in target_up:
+            return None
+        return Explanation(f"`{call.target}` is not computed from `{source}`: `{source} = {made[-1].value}` makes a new "
+                           f"tensor, and `{call.target}` is computed from {_listed(target_up & made[-1].reads)} "
+                           f"instead. Compute `{call.target}` from `{source}`.", "not-connected")
     if facts.upstream(source) & target_up:
         return None
     return Explanation(f"`{call.target}` is not computed from `{source}`, so there is no path back to it. Did you mean "
                        f"another target or source?", "not-connected")
+
+
+def _listed(names: set[str]) -> str:
+    return ", ".join(f"`{n}`" for n in sorted(names)) or "other values"
 
 
 def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[str, Any] | None = None) -> Explanation:
@@ -206,6 +218,13 @@ def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[st
     if tape is None:
         return _NOTHING
     values = values or {}
+    sliced = next((s for s in call.sources if re.fullmatch(r"[A-Za-z_]\w*\[.+\]", s)), None)
+    if sliced is not None:
+        whole = sliced.split("[", 1)[0]
+        return Explanation(f"The source `{sliced}` is a slice, and slicing makes a new tensor when `{call.text()}` "
+                           f"runs: `{call.target}` was computed from the whole `{whole}`, never from that slice, so the "
+                           f"tape has no path to it. Differentiate by `{whole}` itself (`batch_jacobian` gives the "
+                           "per-example blocks) and slice the result.", "sliced-source")
     if call.target == call.source:
         return Explanation(f"`{call.text()}` differentiates `{call.source}` by itself. Did you mean the value computed "
                            f"from it as the target?", "target-is-source")
@@ -361,6 +380,8 @@ def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) ->
     returned = facts.returns[-1] if facts.returns else None
     count = len(returned.elts) if isinstance(returned, (ast.List, ast.Tuple)) else 0
     calls = [facts.returned_call(i) for i in range(count)] if count else [facts.returned_call()]
+    if not any(calls):  # the result is built from the calls (a list, a stack): every call is a candidate
+        calls = facts.gradient_calls
     found = {why.cause: why for why in (explain_none(facts, c, values) for c in calls if c) if why.cause}
     return next(iter(found.values())) if len(found) == 1 else _NOTHING
 

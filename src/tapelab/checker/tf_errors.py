@@ -30,6 +30,7 @@ class Line:
 
     number: int
     text: str
+    loop_targets: tuple[str, ...] = ()  # the names the `for` loops around it bind
 
     def where(self) -> str:
         """How a message points at it: `line 3 (`y = x * w`)`."""
@@ -48,7 +49,11 @@ def short_error(error: BaseException, limit: int = 200) -> str:
     bracket (a long line ends at the last space outside every bracket)."""
     text = re.sub(r"Passed in object .*? of type", "Passed in object of type", str(error), flags=re.S)
     text = re.sub(r"<[^<>]{40,}>", "<...>", strip_tf_noise(text))  # long reprs of objects
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # Keras's bold
+    text = re.sub(r" for input \[[^\]]*\]", "", text)  # and its dump of the input's values
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[0].startswith("Exception encountered when calling") and len(lines) > 1:
+        lines = lines[1:]  # Keras's wrapper: the layer's own error is the next line
     if lines and lines[0].rstrip(":") == "in user code":  # a tf.function error: the error line is the last
         lines = [line for line in lines if re.match(r"\w+Error: ", line)][-1:] or lines
         lines = [re.sub(r"^\w+Error: ", "", lines[0])]
@@ -83,7 +88,19 @@ def line_of(error: BaseException, filename: str | None) -> Line | None:
     if found is None:
         return None
     text = linecache.getline(filename, found).strip()
-    return Line(found, text) if text else None
+    return Line(found, text, _loop_targets(filename, found)) if text else None
+
+
+def _loop_targets(filename: str, number: int) -> tuple[str, ...]:
+    """The names bound by the `for` loops around line `number` of the cell `filename`, innermost last."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except SyntaxError:
+        return ()
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))
+             and n.body[0].lineno <= number <= (n.end_lineno or n.lineno)]
+    return tuple(name.id for loop in sorted(loops, key=lambda n: n.lineno) for name in ast.walk(loop.target)
+                 if isinstance(name, ast.Name))
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -198,6 +215,24 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
         return Explanation("`tf.gradients` and `tf.hessians` work only inside a graph; in eager code no tape "
                            "records anything for them. Record the computation with `tf.GradientTape` (nested tapes "
                            "for second derivatives).", "no-tape")
+    found = re.search(r"Expected shape \(None, ([\d, ]*)\), but input has incompatible shape \(([\d, ]*)\)", text)
+    if found and _shape(found.group(1)) == _shape(found.group(2)):
+        return Explanation(f"The model got a tensor of shape {_shape(found.group(2))}, one example without the batch "
+                           f"axis a Keras model expects (shape (None, {found.group(1).strip(', ')})). Give it a batch: "
+                           "`x[None]`, `x[i:i + 1]`, or the whole `x` at once.", "missing-axis")
+    if re.search(r"'true_fn' (must be callable|argument required)", text):
+        applied = line is not None and re.search(r"\.apply(_gradients)?\(", line.text)
+        return Explanation("`tf.cond` takes two functions and runs only the one the condition picks; a call written "
+                           "in their place runs at once, before `tf.cond` sees it" +
+                           (", so the update is applied whatever the checks say" if applied else "") +
+                           ". Wrap each branch in a function: `lambda: ...`.", "applied-anyway" if applied else None)
+    if "unexpected keyword argument 'watch_accessed_variables'" in text:
+        return Explanation("`watch_accessed_variables` is an argument of `tf.GradientTape(...)`, not of `watch`: "
+                           "open the tape with `tf.GradientTape(watch_accessed_variables=False)`, so that it does not "
+                           "watch the model's weights, then `tape.watch(x)`.", "weights-watched")
+    found = re.search(r"Cannot update variable with shape (\[[-\d,]*\]) using a Tensor with shape (\[[-\d,]*\])", text)
+    if found or "shape of the target variable and the shape of the target value" in text:
+        return _assigned_shape(found and (_shape(found.group(1)), _shape(found.group(2))), line)
     if "object of type 'zip' has no len()" in text and line is not None and ".apply(" in line.text:
         return Explanation("`optimizer.apply` takes two lists, `apply(grads, variables)`; (gradient, variable) pairs "
                            "from `zip` are what `apply_gradients` takes.", "apply-two-lists")
@@ -209,3 +244,17 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
                            "own, "
                            "or reshape them first (`tf.reshape(g, [-1])`).", "shape-clash")
     return None
+
+
+def _assigned_shape(shapes: tuple | None, line: Line | None) -> Explanation:
+    """A variable updated with a value of another shape; inside a loop, with a fixed item (`grads[0]`) that the
+    loop never changes: one item given for every variable."""
+    sizes = f" (the variable has shape {shapes[0]}, the value {shapes[1]})" if shapes else ""
+    fixed = re.search(r"\b([A-Za-z_]\w*)\[(\d+)\]", line.text) if line and line.loop_targets else None
+    if fixed:
+        return Explanation(f"A variable was updated with a value of another shape{sizes}: inside the loop over "
+                           f"`{', '.join(line.loop_targets)}`, `{fixed.group(0)}` is the same item on every pass, so "
+                           f"every variable gets the first one's gradient. Pair each variable with its own: "
+                           f"`for g, v in zip({fixed.group(1)}, variables)`.", "first-source-only")
+    return Explanation(f"A variable was updated with a value of another shape{sizes}. `assign` keeps a variable's "
+                       "shape: the value must have exactly that shape.", "shape-clash")

@@ -29,7 +29,7 @@ from tapelab.checker.compare import ATOL, RTOL, agrees, mismatch, to_numpy
 from tapelab.checker.differential import ratio_of, structural
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "ratio_of", "constant_factor", "swapped", "swapped_item",
+__all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "arrangement", "ratio_of", "constant_factor", "swapped", "swapped_item",
            "transposed", "with_extra_axis"]
 
 
@@ -89,6 +89,20 @@ def wrong_value(name: str, expected: Any, actual: Any, alternatives: Iterable[Al
         return None
     says, code = because(expected, actual, alternatives, otherwise, rtol, atol, name)
     return Incorrect(f"{problem} {says}".strip(), cause=code)
+
+
+_ARRANGEMENTS = frozenset({"swapped-results", "first-source-only"})
+
+
+def arrangement(name: str, expected: Sequence, actual: Sequence, rtol: float = RTOL,
+                atol: float = ATOL) -> Incorrect | None:
+    """For a checker that compares a returned list item by item: an Incorrect when the items are the right ones
+    arranged wrongly (in another order, or the first one for all), which item-by-item comparison cannot see;
+    else None, and the checker goes on item by item."""
+    found = structural(list(expected), list(actual), name, rtol, atol)
+    if found is None or found[0] not in _ARRANGEMENTS:
+        return None
+    return Incorrect(found[1], cause=found[0])
 
 
 def constant_factor(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:

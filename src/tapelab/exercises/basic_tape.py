@@ -7,7 +7,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.checker.compare import allclose, fmt, mismatch, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
@@ -213,6 +213,10 @@ class GradientCheck(Exercise):
             if _float32(value):
                 raise Incorrect(f"`{part}` has dtype float32, but a gradient check needs float64: {_ROUNDING}. "
                                 f"{_USE_FLOAT64}", cause="float32-check")
+        problem = arrangement("gradient_check(...)[:2]", [df(x), _central(f, x, h)], [tape_slope, numeric_slope],
+                              **_SLOPE)
+        if problem:
+            raise problem
         self._slopes(name, f, df, x, h, tape_slope, numeric_slope)
         t, n = float(to_numpy(tape_slope)), float(to_numpy(numeric_slope))
         error = abs(t - n) / abs(n)

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.wrong_answers import Alternative, wrong_value
+from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.checker.compare import mismatch
 from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.checker.exercise import Exercise
@@ -142,6 +142,9 @@ class FixTheStep(Exercise):
         for i, (name, source) in enumerate((("dl_dw", "w"), ("dl_db", "b"))):
             if got[i] is None:
                 raise _none_feedback(fn, facts, name, i, source, _VALUES)
+        problem = arrangement("fixed_gradients(...)", expected, got)
+        if problem:
+            raise problem
         for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
             problem = wrong_value(name, want, have,
                                   otherwise="Is the loss the mean squared error of `x @ w + b` against `y`?")

@@ -2,12 +2,15 @@
 input gradients (saliency), watching only the input, and per-example Jacobians."""
 from __future__ import annotations
 
+import ast
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 from tapelab.checker.wrong_answers import Alternative, wrong_value
-from tapelab.checker.compare import fmt, to_numpy
+from tapelab.checker.compare import agrees, fmt, to_numpy
+from tapelab.checker.departure import function_node
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
@@ -102,6 +105,16 @@ class IntermediateGradient(_WatchExercise):
 
 # --- 3.2 ------------------------------------------------------------------------------------
 
+def _abs_before_gradient(fn) -> str:
+    """The text of a `tf.abs(...)` call inside a tape's `with` block (taken before `gradient`), or ""."""
+    function = function_node(fn)
+    for block in (n for n in ast.walk(function) if isinstance(n, ast.With)) if function else ():
+        for call in (n for stmt in block.body for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "abs":
+                return ast.unparse(call)
+    return ""
+
+
 class InputSaliency(_WatchExercise):
     number = "3.2"
     answer = "input_saliency"
@@ -124,6 +137,12 @@ class InputSaliency(_WatchExercise):
                             f"but should return one tensor of shape {x.shape}, like `x`. Did you take the "
                             "gradient with respect to the model's weights instead of the input `x`?",
                             cause="wrong-source")
+        outer_abs = _abs_before_gradient(fn)
+        if outer_abs and np.any(to_numpy(got) < 0):
+            raise Incorrect(f"`saliency` has negative entries, so it is not a magnitude: your `{outer_abs}` is taken "
+                            "before `gradient`, so you differentiate the absolute value of the output rather than "
+                            "the output. Take `tf.abs` of the gradient: `tf.abs(tape.gradient(y, x))`.",
+                            cause="wrong-target")
         problem = wrong_value("saliency", expected, got, [] if facts.calls_to("abs") else [Alternative(
             "the signed gradients", signed, "missing-abs",
             "Those are the signed gradients: the saliency is their magnitude. Did you forget `tf.abs`?")])
@@ -151,6 +170,10 @@ class InputOnlyGradient(_WatchExercise):
                             f"but it returned {fmt(got) if got is None else type(got).__name__}.")
         gradient, watched = got
         expected = _input_gradient(weights, x.astype(np.float64))
+        if isinstance(gradient, (list, tuple)) and agrees(expected, watched):
+            raise Incorrect("Your pair is the right two things in the wrong order: the first item is the list of "
+                            "watched variables and the second the gradient. Return `(gradient, watched)`.",
+                            cause="swapped-results")
         if gradient is None:
             raise none_feedback("`gradient` is `None`.", facts, facts.returned_call(0), _CONSTANT_X)
         problem = wrong_value("gradient", expected, gradient)
