@@ -18,7 +18,7 @@ import numpy as np
 
 from tapelab.checker.compare import ATOL, RTOL, agrees, to_numpy
 
-__all__ = ["structural", "ratio_of"]
+__all__ = ["structural", "ratio_of", "combination", "one_sided"]
 
 _MAX_PERMUTED_RANK = 4  # 4! orders at most
 
@@ -223,15 +223,38 @@ def _items(value: Any) -> list | None:
     return list(value) if isinstance(value, (list, tuple)) else None
 
 
+def _summed(want: list, actual: Any, name, rtol, atol):
+    """`actual` (one tensor, or its items stacked) is the sum of the right items: the gradient of a list of
+    targets, which `gradient` sums, where one gradient per target is asked."""
+    arrays = [_array(w) for w in want]
+    if any(a is None for a in arrays) or len({a.shape for a in arrays}) != 1 or len(arrays) < 2:
+        return None
+    items = _items(actual)
+    parts = [_array(i) for i in items] if items is not None else [_array(actual)]
+    if any(part is None for part in parts) or len({part.shape for part in parts}) != 1:
+        return None
+    got = np.stack(parts) if items is not None else parts[0]
+    total = np.sum(arrays, axis=0)
+    if got is None or got.shape != total.shape or not _close(total, got, rtol, atol) or not _informative(total, atol):
+        return None
+    return ("wrong-target", f"{_q(name)} holds the sum of the right items: `gradient` of a list of targets "
+            "differentiates their sum. Ask for each target's gradient in its own call (a persistent tape answers "
+            "several).")
+
+
 def _nest(expected, actual, name, rtol, atol):
-    want, got = _items(expected), _items(actual)
+    want = _items(expected)
+    summed = _summed(want, actual, name, rtol, atol) if want is not None else None
+    if summed:
+        return summed
+    got = _items(actual)
     if want is None or got is None or len(want) != len(got) or len(want) < 2:
         return None
     distinct = not any(agrees(a, b, rtol, atol) for a, b in itertools.combinations(want, 2))
     if distinct and all(agrees(want[0], g, rtol, atol) for g in got):
-        return ("first-source-only", f"Every item of {_q(name, False)} is the first one's right value: one "
-                "gradient given for every source. Ask the tape for each source's own gradient, e.g. "
-                "`tape.gradient(loss, [a, b])`, and return them in order.")
+        return ("first-source-only", f"Every item of {_q(name, False)} is the first item's right value: the "
+                "first result given for every item. Compute each item on its own (for gradients, one per source "
+                "or per target: `tape.gradient(loss, [a, b])` gives one per source), and return them in order.")
     if distinct:
         for order in itertools.permutations(range(len(want))):
             if order != tuple(range(len(want))) and all(agrees(want[i], g, rtol, atol) for i, g in zip(order, got)):
@@ -270,4 +293,68 @@ def structural(expected: Any, actual: Any, name: str | None = None, rtol: float 
     `actual` on every entry, or None. `name` is how the message calls the value (None: "your answer")."""
     if agrees(expected, actual, rtol, atol):
         return None
-    return next(_checks(expected, actual, name, rtol, atol), None)
+    try:
+        return next(_checks(expected, actual, name, rtol, atol), None)
+    except (TypeError, ValueError, FloatingPointError):  # a value of a kind no family applies to: no diagnosis
+        return None
+
+
+def _coefficient(k: float) -> str:
+    return f"{k:.4g}"
+
+
+def combination(terms: dict[str, Any], expected: dict[str, float], actual: Any, what: str,
+                rtol: float = RTOL, atol: float = ATOL) -> tuple[str, str] | None:
+    """(cause, message) when `actual` is exactly sum(k_i * term_i) for coefficients other than `expected`'s: which
+    term is left out, which lacks the learning rate, which has the wrong sign. `terms` are the task's own named
+    quantities (e.g. `dloss_dx`, `dpenalty_dx`) and `expected` their coefficients in the right answer (e.g. `lr`
+    each); `what` names `actual` ("your step"). None when the terms are not independent here or no exact
+    combination gives `actual`."""
+    names = list(terms)
+    basis = np.stack([np.asarray(_array(terms[n]), np.float64).ravel() for n in names], axis=1)
+    got = _array(actual)
+    if got is None or got.size != basis.shape[0] or np.linalg.matrix_rank(basis) < len(names):
+        return None
+    got = got.ravel()
+    found, *_ = np.linalg.lstsq(basis, got, rcond=None)
+    if not np.allclose(basis @ found, got, rtol=rtol, atol=atol):
+        return None
+    found = [0.0 if abs(k) < 1e-4 else float(k) for k in found]
+    want = [expected[n] for n in names]
+    if all(abs(k - w) <= 1e-3 * max(1.0, abs(w)) for k, w in zip(found, want)):
+        return None
+    formula = " + ".join(f"{_coefficient(k)} * `{n}`" for k, n in zip(found, names) if k)
+    right = " + ".join(f"{_coefficient(w)} * `{n}`" for w, n in zip(want, names))
+    said = f"{what.capitalize()} is {formula or '0'}, where the task's is {right}"
+    missing = [n for k, w, n in zip(found, want, names) if k == 0 and w]
+    if missing:
+        return ("missing-term", f"{said}: it leaves out {', '.join(f'`{n}`' for n in missing)}.")
+    flipped = [n for k, w, n in zip(found, want, names) if w and abs(k + w) <= 1e-3 * abs(w)]
+    if flipped:
+        return ("sign-flipped", f"{said}: {', '.join(f'`{n}`' for n in flipped)} enters with the opposite sign.")
+    unscaled = [n for k, w, n in zip(found, want, names) if abs(k - 1) <= 1e-3 and abs(w - 1) > 1e-3]
+    if unscaled:
+        return ("no-learning-rate", f"{said}: {', '.join(f'`{n}`' for n in unscaled)} is not multiplied by the "
+                "learning rate.")
+    return None
+
+
+def one_sided(derivative: Callable[[float], float], x: float, actual: Any, what: str,
+              rtol: float = 1e-3) -> tuple[str, str] | None:
+    """(cause, message) when `actual` is a one-sided difference of `derivative` at `x` with a step of a power of
+    ten (0.1 down to 1e-6): a finite difference where the exact derivative (or a central difference) is asked.
+    The tolerance allows for a student's float32 arithmetic; a decade step and one side are specific enough
+    that the match is no coincidence."""
+    got = _array(actual)
+    if got is None or got.size != 1:
+        return None
+    value = float(got.ravel()[0])
+    for k in range(1, 7):
+        h = 10.0 ** -k
+        for side, estimate in (("forward", (derivative(x + h) - derivative(x)) / h),
+                               ("backward", (derivative(x) - derivative(x - h)) / h)):
+            if np.isclose(value, estimate, rtol=rtol, atol=1e-9):
+                return ("forward-difference", f"{what} is the {side} difference of the first derivative with step "
+                        f"h = {h:g}, which is off by about h times the next derivative. Differentiate the first "
+                        "derivative with the outer tape instead.")
+    return None

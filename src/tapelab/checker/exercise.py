@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
-from tapelab.checker.departure import departure
+from tapelab.checker.departure import departure, reduced_axis
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
@@ -89,9 +89,13 @@ class Exercise:
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
         """`failure`, or when it is an Incorrect about a value, with no cause, and the code shows a departure from
         the task (tapelab.checker.departure), an Incorrect that adds it and names its cause."""
-        if not isinstance(failure, Incorrect) or failure.cause is not None or failure.observed:
-            return failure  # a named cause, or an error: the departure would not be what made it fail
-        why = departure(fn, self._facts, self.unread_parameters)
+        if isinstance(failure, Incorrect) and failure.cause == "constant-factor":
+            why = reduced_axis(fn)  # the factor, established by the values, and the reduction that makes it
+            return failure if why is None else Incorrect(f"{failure} {why.text}", cause=why.cause,
+                                                         expected=failure.expected, actual=failure.actual)
+        if not isinstance(failure, Incorrect) or failure.cause is not None:
+            return failure
+        why = departure(fn, self._facts, self.unread_parameters, raised=bool(failure.observed))
         if why is None:
             return failure
         return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)

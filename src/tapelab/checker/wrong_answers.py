@@ -91,16 +91,18 @@ def wrong_value(name: str, expected: Any, actual: Any, alternatives: Iterable[Al
     return Incorrect(f"{problem} {says}".strip(), cause=code)
 
 
-_ARRANGEMENTS = frozenset({"swapped-results", "first-source-only"})
+_ARRANGEMENTS = frozenset({"swapped-results", "first-source-only", "wrong-target"})  # nest-level causes
 
 
-def arrangement(name: str, expected: Sequence, actual: Sequence, rtol: float = RTOL,
-                atol: float = ATOL) -> Incorrect | None:
+def arrangement(name: str, expected: Sequence, actual: Sequence, rtol: float = RTOL, atol: float = ATOL,
+                causes: frozenset[str] = _ARRANGEMENTS) -> Incorrect | None:
     """For a checker that compares a returned list item by item: an Incorrect when the items are the right ones
-    arranged wrongly (in another order, or the first one for all), which item-by-item comparison cannot see;
-    else None, and the checker goes on item by item."""
-    found = structural(list(expected), list(actual), name, rtol, atol)
-    if found is None or found[0] not in _ARRANGEMENTS:
+    arranged wrongly (in another order, the first one for all, all summed into one), which item-by-item
+    comparison cannot see;
+    else None, and the checker goes on item by item. `causes` narrows the arrangements looked for, where items
+    are not alike (a slope and its estimate are not two sources)."""
+    found = structural(list(expected), list(actual) if isinstance(actual, (list, tuple)) else actual, name, rtol, atol)
+    if found is None or found[0] not in causes:
         return None
     return Incorrect(found[1], cause=found[0])
 

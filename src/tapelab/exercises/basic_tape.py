@@ -214,7 +214,7 @@ class GradientCheck(Exercise):
                 raise Incorrect(f"`{part}` has dtype float32, but a gradient check needs float64: {_ROUNDING}. "
                                 f"{_USE_FLOAT64}", cause="float32-check")
         problem = arrangement("gradient_check(...)[:2]", [df(x), _central(f, x, h)], [tape_slope, numeric_slope],
-                              **_SLOPE)
+                              **_SLOPE, causes=frozenset({"swapped-results"}))
         if problem:
             raise problem
         self._slopes(name, f, df, x, h, tape_slope, numeric_slope)

@@ -1,12 +1,14 @@
 """Exercises of notebook 05_debugging_none: name the cause of a None gradient, then fix broken steps."""
 from __future__ import annotations
 
+import ast
 import re
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.checker.departure import function_node
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.checker.compare import mismatch
 from tapelab.diagnose import CAUSES, blocking_call
@@ -216,9 +218,14 @@ class TwoSteps(Exercise):
                         "`assign_sub`?")], otherwise=per_step)
         if problem:
             raise problem
-        problem = mismatch(w_after, w, "w after two steps")
+        made = " Your code makes a new `tf.Variable` and updates that one; the caller's `w` never sees it." \
+            if facts.calls_to("Variable") else ""
+        problem = wrong_value("w after two steps", w_after, w, [Alternative(
+            "w never updated", np.float64(w0), "no-update",
+            f"`w` is still its start value: the variable you were given was never updated.{made} Update it in "
+            "place: `w.assign_sub(lr * grad)`.")], otherwise=per_step)
         if problem:
-            raise Incorrect(f"{problem} {per_step}")
+            raise problem
 
 
 class StraightThrough(Exercise):
@@ -241,10 +248,19 @@ class StraightThrough(Exercise):
         expected = 2 * np.mean((rounded - y) * x)
         if got is None:
             raise _none_feedback(fn, facts, "dl_dw", None, "w", _VALUES)
+        blocked = [Alternative(
+            "nothing through the rounding", 0.0, "stop-gradient",
+            "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
+            "straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient(tf.round(z) - z)`"
+            " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
         problem = wrong_value("dl_dw", expected, got, [Alternative(
+            "the weight rounded", 2 * np.mean((np.round(w0) * x - y) * x), "wrong-target",
+            "That is the straight-through gradient of a loss whose weight is rounded, `round(w) * x`; the task "
+            "rounds the prediction, `round(w * x)`."), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
-            "predictions, `round(w * x)`.")], otherwise="Is the loss the mean squared error of the rounded predictions?")
+            "predictions, `round(w * x)`."), *blocked],
+            otherwise="Is the loss the mean squared error of the rounded predictions?")
         if problem:
             raise problem
 
@@ -297,7 +313,7 @@ class RefuseNoneStep(Exercise):
                            doing).value
         moved = [v.path for v, old in zip(variables, before) if not np.array_equal(v.numpy(), old)]
         if none_paths:
-            self._check_refusal(refused, none_paths, moved, variables)
+            self._check_refusal(fn, refused, none_paths, moved, variables)
             return
         if refused is not None:
             raise Incorrect(f"`checked_apply` raised `ValueError: {refused}` although every gradient exists. "
@@ -310,7 +326,7 @@ class RefuseNoneStep(Exercise):
                 raise problem
 
     @staticmethod
-    def _check_refusal(refused, none_paths, moved, variables) -> None:
+    def _check_refusal(fn, refused, none_paths, moved, variables) -> None:
         """A step with None gradients must raise before anything changes, naming exactly those paths."""
         listed = _listed(none_paths)
         if refused is None and moved:
@@ -319,8 +335,12 @@ class RefuseNoneStep(Exercise):
                             "warning) leaves the broken part untrained. Did you check for `None` before applying, and raise "
                             "`ValueError` naming those variables?", cause="none-applied")
         if refused is None:
-            raise Incorrect(f"`checked_apply` returned without raising, although {listed} had `None` gradients. "
-                            "Raise `ValueError` naming them.")
+            function = function_node(fn)
+            never = function is not None and not any(isinstance(n, ast.Raise) for n in ast.walk(function))
+            raise Incorrect(f"`checked_apply` returned without raising, although {listed} had `None` gradients."
+                            + (" Your function has no `raise` statement: a refusal it returns is a value the "
+                               "training loop ignores." if never else "") + " Raise `ValueError` naming them.",
+                            cause="error-swallowed" if never else None)
         if moved:
             raise Incorrect(f"`checked_apply` raised, but only after {_listed(moved)} had changed: the refused "
                             "step was half applied. Check for `None` before calling the optimizer.",

@@ -54,8 +54,12 @@ class FitCase:
         return tf.data.Dataset.from_tensor_slices(self.data()).batch(self.batch_size)
 
     def loss_object(self) -> keras.losses.Loss:
+        """The compiled loss; the names past the first two are the wrong losses a feedback alternative fits with."""
         return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber(),
-                "summed mse": keras.losses.MeanSquaredError(reduction="sum")}[self.loss]
+                "summed mse": keras.losses.MeanSquaredError(reduction="sum"),
+                "mae": keras.losses.MeanAbsoluteError(),
+                "half mse": lambda y, p: 0.5 * keras.losses.MeanSquaredError()(y, p),
+                "double mse": lambda y, p: 2.0 * keras.losses.MeanSquaredError()(y, p)}[self.loss]
 
     def shown(self) -> str:
         return f"n_features={self.features}"
@@ -249,6 +253,17 @@ class FitMatch(Exercise):
                                     f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "
                                     "`self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
                                     "given to `compile`.")] if self.compile_loss else [])
+        if case.loss == "mse":  # a factor on the loss, or another standard loss, fitted the same way
+            alternatives += [Alternative(f"{factor} the mean squared error", weights_with(f"{word} mse"),
+                                         "constant-factor",
+                                         f"Those are the weights of a step whose loss is {factor} the mean squared "
+                                         "error: a constant factor on the loss scales every gradient (with SGD, it "
+                                         "acts as another learning rate). Drop the factor.")
+                             for word, factor in (("half", "half"), ("double", "twice"))]
+            alternatives += [Alternative("mean absolute error", weights_with("mae"), "wrong-target",
+                                         "Those are the weights of a step that minimises the mean absolute error, "
+                                         "not the mean squared error: the step differentiates another loss. Use "
+                                         "the squared error, `tf.reduce_mean(tf.square(y - y_pred))`.")]
         says, code = because(expected_weights, got_weights, alternatives,
                              "Is your step computing the gradient of the mean loss over the batch, and applying "
                              "`self.optimizer.apply(grads, self.trainable_variables)` once?", 1e-4, 1e-4)

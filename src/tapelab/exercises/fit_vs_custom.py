@@ -90,7 +90,7 @@ class TwoOptimizers(Exercise):
         want = [w.numpy() - w0 for w, w0 in zip(reference.trainable_variables, weights)]
         wrong = [i for i in range(count) if not allclose(want[i], got[i], rtol=1e-3, atol=1e-6)]
         if not wrong:
-            self._check_returned(returned, losses, shown)
+            self._check_returned(returned, losses, shown, LOSS_SCALES if case.policy == "mixed_float16" else ())
             return
         if case.policy == "mixed_float16":
             self._check_scaled(case, weights, want, got, names, steps_text, shown)
@@ -160,7 +160,7 @@ class TwoOptimizers(Exercise):
         raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} (on {shown}). "
                         f"{found.says}", cause=found.cause)
 
-    def _check_returned(self, returned, losses, shown):
+    def _check_returned(self, returned, losses, shown, scales=()):
         for step, (got, want) in enumerate(zip(returned, losses), start=1):
             at = f" at step {step}" if len(losses) > 1 else ""
             if got is None:
@@ -178,6 +178,14 @@ class TwoOptimizers(Exercise):
                 raise Incorrect(f"`two_optimizer_step` returned a tensor of shape {value.shape}{at}, but the loss is "
                                 "one number, of shape (): an axis of size 1 was kept. Reduce over every axis (`tf."
                                 "reduce_mean(...)` with no `axis`), so that the loss is a scalar.", cause="extra-axis")
+            scaled = [(k, opt) for k, opt in zip(scales, ("opt_a", "opt_b")) if want and allclose(
+                want * k, float(value.ravel()[0]), rtol=1e-3, atol=1e-6)]
+            if scaled:
+                k, opt = scaled[0]
+                raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {fmt(got)}{at}, which is "
+                                f"the loss ({want:.6g}) times {int(k)}, `{opt}`'s loss scale: you returned the scaled "
+                                "loss. Return the `loss` itself; the scaled one exists only for the gradient.",
+                                cause="constant-factor")
             if not allclose(want, float(value.ravel()[0]), rtol=1e-4, atol=1e-6):
                 got_text, want_text = fmt_pair(float(value.ravel()[0]), want, 1e-4, 1e-6)
                 raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"

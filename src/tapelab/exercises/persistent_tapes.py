@@ -8,8 +8,9 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.wrong_answers import Alternative, swapped_item, wrong_value
-from tapelab.checker.compare import fmt, mismatch
+from tapelab.checker.differential import combination, one_sided
+from tapelab.checker.wrong_answers import Alternative, arrangement, swapped_item, wrong_value
+from tapelab.checker.compare import agrees, fmt, mismatch
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
@@ -56,6 +57,9 @@ class SeveralGradients(_TapeExercise):
         got = call.value
         xs = np.array(values, np.float64)
         dy_dx, dz_dx = 3 * xs**2, np.cos(xs**3) * 3 * xs**2
+        problem = arrangement("several_gradients(x)", [dy_dx, dz_dx], got) if got is not None else None
+        if problem:
+            raise problem
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect(mismatch([dy_dx, dz_dx], got, "several_gradients(x)")
                             or "`several_gradients` should return a list `[dy_dx, dz_dx]`.")
@@ -152,8 +156,16 @@ class TwoGradientsAndRelease(_TapeExercise):
             if value is None:
                 raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "variable"})
         swapped = "Your gradients are swapped: return `[dloss_dx, dpenalty_dx, new_loss]`."
+        rights = [dloss, dpenalty]
         for i, (name, expected) in enumerate((("dloss_dx", dloss), ("dpenalty_dx", dpenalty))):
-            problem = wrong_value(name, expected, got[i], [swapped_item([dloss, dpenalty], got[:2], i, says=swapped)])
+            target, other = ("loss", "penalty") if i == 0 else ("penalty", "loss")
+            # the other item's right value here, while that item is right too: one target differentiated twice
+            twice = (lambda i=i: rights[1 - i] if agrees(rights[1 - i], got[1 - i]) else None)
+            problem = wrong_value(name, expected, got[i], [
+                swapped_item(rights, got[:2], i, says=swapped),
+                Alternative("the other gradient again", twice, "wrong-target",
+                            f"That is the gradient of `{other}` again (your other item): `{name}` differentiates "
+                            f"the wrong target. Differentiate `{target}`.")])
             if problem:
                 raise problem
         step = (1e-4, 1e-4)  # rtol, atol: `x` and the loss after a float32 step
@@ -162,6 +174,11 @@ class TwoGradientsAndRelease(_TapeExercise):
             Alternative("a step uphill", x0 + lr * (dloss + dpenalty), "uphill-step",
                         "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?"),
         ], otherwise="Did you step by `lr * (dloss_dx + dpenalty_dx)`?", rtol=step[0], atol=step[1])
+        moved = combination({"dloss_dx": dloss, "dpenalty_dx": dpenalty}, {"dloss_dx": lr, "dpenalty_dx": lr},
+                            x0 - x.numpy(), "your step (`x` before minus `x` after)", *step) \
+            if problem and problem.cause is None else None
+        if moved is not None:
+            raise Incorrect(f"{mismatch(x1, x.numpy(), 'x', *step)} {moved[1]}", cause=moved[0])
         if problem:
             raise problem
         problem = wrong_value("new_loss", f.numpy_loss(x1), got[2], [Alternative(
@@ -222,6 +239,9 @@ class SecondDerivative(_TapeExercise):
             "the first derivative", d1(x), "first-derivative",
             "That is the first derivative. Did you return `inner.gradient(...)` instead of "
             "differentiating it again with the outer tape?")])
+        differenced = one_sided(d1, x, got, "Your value") if problem and problem.cause is None else None
+        if differenced:
+            raise Incorrect(f"{problem} {differenced[1]}", cause=differenced[0])
         if problem:
             raise problem
         _require_nested_tapes(facts, call.logs)
