@@ -59,6 +59,7 @@ bench: venv
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/widgets_browser.py
 	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/checks.py
 	$(BIN)/python bench/diagnose.py
 	$(BIN)/python bench/lint.py
 

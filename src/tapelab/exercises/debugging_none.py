@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from tapelab.checker.departure import function_node
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
-from tapelab.checker.compare import mismatch
 from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
