@@ -103,6 +103,11 @@ def _loop_targets(filename: str, number: int) -> tuple[str, ...]:
                  if isinstance(name, ast.Name))
 
 
+def _a(word: str) -> str:
+    """The article for a dtype's name: an int32, a float32."""
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def _shape(text: str) -> tuple[int, ...]:
     return tuple(int(d) for d in re.findall(r"-?\d+", text))
 
@@ -175,14 +180,13 @@ def translate(error: BaseException, line: Line | None) -> Explanation | None:
     if found:
         op, want, got = found.group(1), _DTYPES.get(found.group(3), found.group(3)), _DTYPES.get(found.group(4),
                                                                                                  found.group(4))
-        return Explanation(f"TensorFlow's `{op}` combines a "
-                           f"{want} tensor with a {got} tensor (its input {found.group(2)}), and TensorFlow never "
-                           f"converts between dtypes. Make both {want}: `tf.cast(value, tf.{want})`, or create the "
-                           f"{got} value as {want}.", "dtype-clash")
+        return Explanation(f"TensorFlow's `{op}` combines {_a(want)} {want} tensor with {_a(got)} {got} tensor "
+                           f"(its input {found.group(2)}), and TensorFlow never converts between dtypes. Make both "
+                           f"{want}: `tf.cast(value, tf.{want})`, or create the {got} value as {want}.", "dtype-clash")
     found = re.search(r"Cannot convert (\S+) to EagerTensor of dtype (\w+)", text)
     if found:
-        return Explanation(f"The Python number {found.group(1)} meets a {found.group(2)} tensor, and "
-                           f"TensorFlow cannot make it a {found.group(2)}. Make the tensor a float "
+        return Explanation(f"The Python number {found.group(1)} meets {_a(found.group(2))} {found.group(2)} tensor, "
+                           f"and TensorFlow cannot make it {_a(found.group(2))} {found.group(2)}. Make the tensor a float "
                            "(`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than `tf.constant(3)`).",
                            "dtype-clash")
     found = re.search(r"Shapes of all inputs must match: values\[0\]\.shape = (\[[-\d,]*\]) != values\[(\d+)\]\.shape "
@@ -200,7 +204,8 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
     found = re.search(r"Input '\w+' of '(\w+)' Op has type (\w+) that does not match type (\w+) of argument", text)
     if found:
         op, got, want = found.groups()
-        return Explanation(f"TensorFlow's `{op}` got a {got} operand with a {want} one, and it never converts between "
+        return Explanation(f"TensorFlow's `{op}` got {_a(got)} {got} operand with {_a(want)} {want} one, and it "
+                           "never converts between "
                            f"dtypes. Cast the {got} value: `tf.cast(value, tf.{want})`.", "dtype-clash")
     found = re.search(r"Passed in object (?:.*?\s)?of type '([\w.]+)', not tf\.Tensor", text, re.S)
     if found and line is not None and ".watch(" in line.text:
