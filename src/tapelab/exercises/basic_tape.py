@@ -213,11 +213,12 @@ class GradientCheck(Exercise):
             if _float32(value):
                 raise Incorrect(f"`{part}` has dtype float32, but a gradient check needs float64: {_ROUNDING}. "
                                 f"{_USE_FLOAT64}", cause="float32-check")
-        problem = arrangement("gradient_check(...)[:2]", [df(x), _central(f, x, h)], [tape_slope, numeric_slope],
+        central = _central(f, x, h)
+        problem = arrangement("gradient_check(...)[:2]", [df(x), central], [tape_slope, numeric_slope],
                               **_SLOPE, causes=frozenset({"swapped-results"}))
         if problem:
             raise problem
-        self._slopes(name, f, df, x, h, tape_slope, numeric_slope)
+        self._slopes(name, f, df, x, h, tape_slope, numeric_slope, central)
         t, n = float(to_numpy(tape_slope)), float(to_numpy(numeric_slope))
         error = abs(t - n) / abs(n)
         # Dividing by |t|, |n| or the larger of the two changes the error by a factor within 1 ± error: all accepted.
@@ -249,14 +250,14 @@ class GradientCheck(Exercise):
                                              f"it. {why.text}", why.cause)
         return observed, general
 
-    def _slopes(self, name, f, df, x, h, tape_slope, numeric_slope) -> None:
-        """Raise if the tape's slope is not f'(x) in float64, or the difference is not the central one at `h`."""
+    def _slopes(self, name, f, df, x, h, tape_slope, numeric_slope, expected) -> None:
+        """Raise if the tape's slope is not f'(x) in float64, or the difference is not `expected`, the central one
+        at `h`."""
         problem = wrong_value("tape_slope", df(x), tape_slope, [
             Alternative("the float32 tape gradient", lambda: _float32_tape(f, x), "float32-check", _IN_FLOAT32)],
             **_SLOPE)
         if problem:
             raise problem
-        expected = _central(f, x, h)
         problem = wrong_value(f"numeric_slope for f={name}, x={x}, h={h}", expected, numeric_slope, [
             Alternative("the forward difference", lambda: float((_at(f, x + h) - _at(f, x)) / h),
                         "forward-difference", "That is the forward difference `(f(x + h) - f(x)) / h`, accurate only "
