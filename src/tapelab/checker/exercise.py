@@ -7,13 +7,14 @@ from the answers distribution, or says why they are withheld.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, replace
 from sys import audit as _audit  # bound at import: the grading guard re-imports tapelab before each check
 from typing import Any, Callable, Iterable
 
 from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
-from tapelab.checker.departure import departure, reduced_axis
+from tapelab.checker.departure import departure, function_node, reduced_axis
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
@@ -100,6 +101,32 @@ class Exercise:
             return failure
         return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
 
+    def departs_from(self, fn: Callable, args: tuple, formula: Callable) -> Explanation | None:
+        """Where the student's `fn(*args)` first departs from the task's forward `formula(*args)`, by the
+        operations each executes (tapelab.checker.op_trace); None when it runs the whole formula in order, or
+        raises. For a failed check only: it runs the student's function once more."""
+        from tapelab.checker.op_trace import executed_ops, first_departure
+
+        expected = executed_ops(lambda: formula(*args))
+        actual = self.run(lambda: executed_ops(lambda: fn(*args)), "Running your function again").value
+        if not expected or not actual:
+            return None
+        lines, start = _source_lines(fn)
+        found = first_departure(expected, actual, function_node(fn), lines)
+        if found is not None and found.line:  # numbered from the `def`; the message counts the cell's lines
+            found = replace(found, line=(start + found.line[0] - 1, found.line[1]))
+        return Explanation(found.sentence(), "wrong-target") if found else None
+
+    def _raise_departed(self, problem: Incorrect | None, fn: Callable, args: tuple, formula: Callable) -> None:
+        """Raise `problem` if there is one, with the departure from `formula` added when it names no cause."""
+        __tracebackhide__ = True
+        if problem is None:
+            return
+        why = self.departs_from(fn, args, formula) if problem.cause is None else None
+        if why is None:
+            raise problem
+        raise Incorrect(f"{problem} {why.text}", cause=why.cause, expected=problem.expected, actual=problem.actual)
+
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError
 
@@ -169,6 +196,15 @@ class Exercise:
                 "Write it in the answer cell above and run that cell first."
             )
         return namespace[self.answer]
+
+
+def _source_lines(fn: Any) -> tuple[list[str] | None, int]:
+    """`fn`'s source lines (its `def` first, as `function_node(fn)` numbers them) and the cell line it starts on."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None, 1
+    return lines, max(start, 1)
 
 
 def _code_file(fn: Any) -> str | None:

@@ -46,8 +46,7 @@ class CubicSlope(Exercise):
         problem = wrong_value(f"cubic_slope({x})", expected, got, [
             Alternative("the polynomial's value", _cubic(x), "returned-value",
                         "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`.")])
-        if problem:
-            raise problem
+        self._raise_departed(problem, fn, (x,), lambda v: _cubic(tf.Variable(v)))
         _require_tape(self, facts)
 
 
@@ -94,8 +93,7 @@ class LossGradients(Exercise):
                 "the prediction's gradient", wrong, "wrong-target",
                 "These are the gradients of the prediction `y = x @ w + b`, not of the `loss`. "
                 "Did you pass `loss` as the target?")])
-            if problem:
-                raise problem
+            self._raise_departed(problem, fn, args, lambda x_, w_, b_: tf.reduce_mean((x_ @ w_ + b_) ** 2))
         _require_tape(self, facts)
         calls = [c for c in facts.gradient_calls if c.method == "gradient"]
         if len(calls) > 1:
@@ -130,8 +128,7 @@ class SigmoidSlopes(Exercise):
             Alternative("the slopes of the mean", expected / len(values), "mean-target",
                         "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
                         "pass `y` itself.")])
-        if problem:
-            raise problem
+        self._raise_departed(problem, fn, (x,), tf.sigmoid)
         _require_tape(self, facts)
 
 
