@@ -17,10 +17,14 @@ def test_the_matching_alternative_is_named_with_its_cause():
 
 
 def test_no_match_gives_the_plain_mismatch_and_no_cause():
-    """Without a matching alternative, is the message "expected X, got Y" plus a question that asserts nothing?"""
+    """Without a matching alternative, is the message "expected X, got Y", where they first differ, that no
+    known mistake gives them, and a question that asserts nothing?"""
     problem = wrong_value("grads", [1.0, 2.0], [1.0, 3.0], [_MEAN, _SWAP], "Is the formula right?")
     assert problem.cause is None
-    assert str(problem) == "`grads[1]` is 3.0, but should be 2.0. Is the formula right?"
+    assert str(problem) == ("`grads[1]` is 3.0, but should be 2.0. No known mistake gives exactly these values. "
+                            "Is the formula right?")
+    array = wrong_value("g", np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 7.0]))
+    assert array.cause is None and "They first differ at index [2]." in str(array)
 
 
 def test_a_right_answer_is_not_diagnosed():

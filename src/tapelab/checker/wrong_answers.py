@@ -83,12 +83,31 @@ def because(expected: Any, actual: Any, alternatives: Iterable[Alternative] = ()
 
 def wrong_value(name: str, expected: Any, actual: Any, alternatives: Iterable[Alternative] = (),
                 otherwise: str = "", rtol: float = RTOL, atol: float = ATOL) -> Incorrect | None:
-    """None if `actual` is right; else the Incorrect to raise: how `name` differs, then `because`."""
+    """None if `actual` is right; else the Incorrect to raise: how `name` differs, then `because`. When no
+    cause is established, the message says so: where the values first differ (for a small array, whose
+    whole values it shows), that no known mistake gives them, then `otherwise`, the exercise's question."""
     problem = mismatch(expected, actual, name, rtol, atol)
     if problem is None:
         return None
     says, code = because(expected, actual, alternatives, otherwise, rtol, atol, name)
+    if code is None:
+        says = f"{_first_difference(expected, actual, rtol, atol)}No known mistake gives exactly these values. {says}"
     return Incorrect(f"{problem} {says}".strip(), cause=code)
+
+
+def _first_difference(expected: Any, actual: Any, rtol: float, atol: float) -> str:
+    """"They first differ at index [1, 0]. " for two arrays of one shape and 2 to 12 entries, else "" (a nest's
+    mismatch already names its first wrong item)."""
+    if isinstance(expected, (list, tuple, dict)):
+        return ""
+    try:
+        want, got = to_numpy(expected).astype(np.float64), to_numpy(actual).astype(np.float64)
+    except (TypeError, ValueError):
+        return ""
+    if want.shape != got.shape or not 1 < want.size <= 12:
+        return ""
+    differ = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol))
+    return f"They first differ at index {[int(i) for i in differ[0]]}. " if len(differ) else ""
 
 
 _ARRANGEMENTS = frozenset({"swapped-results", "first-source-only", "wrong-target"})  # nest-level causes
