@@ -4,7 +4,7 @@ from pathlib import Path
 
 from tapelab.causes import CAUSES
 from tapelab.diagnose import CAUSES as DIAGNOSED
-from tapelab.checker.explanations import _FIXED
+from tapelab.checker.known_errors import KNOWN_ERRORS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tapelab"
 _SOURCES = {p: p.read_text() for p in PACKAGE.rglob("*.py") if p.name != "causes.py"}
@@ -21,7 +21,7 @@ def _raised_codes() -> set[str]:
             name = getattr(node.func, "id", "")
             if name in ("Explanation", "Why") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
                 codes.add(node.args[1].value)
-    return codes | {code for _, code, _ in _FIXED} | set(DIAGNOSED)
+    return codes | {code for _, code, _ in KNOWN_ERRORS} | set(DIAGNOSED)
 
 
 def test_every_cause_code_raised_is_catalogued():

@@ -1,13 +1,17 @@
 """The structural wrong answers every checker tells apart, computed from the right value alone.
 
-When an exercise's own alternatives (`tapelab.checker.wrong_answers.Alternative`) do not match, a wrong
-value is held against the family of structural mistakes one can make with the right numbers: the
-opposite sign, a constant factor (2, 1/2, the size of an axis), zero everywhere, axes in another order, an axis of size
-1 added or dropped, an axis reduced away, an axis left unreduced (a Jacobian for a gradient),
-the full Jacobian for a per-example one, one item given for every item, items in another order. Each
-`Alternative` it returns states only what the values establish: the student's value equals that
-transformation of the right one, on every entry, and the right value does not (so the transformation
-is not the identity here). None when nothing matches; the message is then a plain mismatch.
+When an exercise's own alternatives (`tapelab.checker.wrong_answers.Alternative`) do not match, `structural`
+holds a wrong value against the mistakes one can make with the right numbers: the opposite sign, a
+constant factor (and whether it is the size of an axis), zero everywhere, axes in another order, an axis
+of size 1 added or dropped, an axis reduced away, an axis left unreduced (a Jacobian for a gradient), the
+full Jacobian for a per-example one; for a list, one item given for every item, the items in another
+order, or all of them summed into one. Each (cause, message) it returns states only what the values
+establish: the student's value equals that transformation of the right one on every entry, and the
+right value does not (the transformation is not the identity here). None when nothing matches.
+
+Two helpers take the exercise's own quantities: `combination` (the student's value is another mix of the
+task's named terms: one left out, one without the learning rate, one with the opposite sign) and
+`one_sided` (a forward or backward difference where a derivative is asked).
 """
 from __future__ import annotations
 

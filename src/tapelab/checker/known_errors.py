@@ -1,0 +1,44 @@
+"""Errors whose text alone names their cause: a needle in the message, the cause code, what to tell the student.
+
+`tapelab.checker.explanations.error_cause` falls back on this table when the code's facts say nothing
+more specific; `tests/test_causes.py` holds every code in it to the catalogue.
+"""
+from __future__ import annotations
+
+__all__ = ["KNOWN_ERRORS"]
+
+KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
+    ("Argument `target` should be", "none-target",
+     "`tape.gradient` got `None` as its target. Did you pass the value you computed inside the tape?"),
+    ("of type 'ndarray', not tf.Tensor", "numpy-source",
+     "A NumPy array cannot be watched. Convert it first with `tf.constant(...)`."),
+    ("of type 'Variable', not tf.Tensor", "weights-watched",
+     "`tape.watch` got a Keras variable (a layer's weight), which it cannot watch; a tape watches trainable "
+     "weights by itself unless `watch_accessed_variables=False`. Did you mean to watch the input, `tape.watch(x)`?"),
+    ("_unique_id", "zip-order",
+     "The optimizer got a tensor where it expected a variable. Did you swap the pairs? "
+     "Write `zip(grads, model.trainable_variables)`: the gradient first, then its variable."),
+    ("apply_gradients() takes 2 positional arguments", "apply-two-lists",
+     "`apply_gradients` takes one list of (gradient, variable) pairs. Did you pass the gradients and the "
+     "variables separately? Write `apply_gradients(zip(grads, variables))`, or `optimizer.apply(grads, variables)`."),
+    ("has no attribute 'reset_states'", "keras2-reset-states",
+     "Keras 3 metrics have `reset_state()`, not the Keras 2 `reset_states()`. Did you mean `reset_state()`?"),
+    ("'method' object is not iterable", "metrics-not-property",
+     "Keras iterates `self.metrics`, but yours is a plain method. Did you forget `@property` above `def metrics(self):`?"),
+    ("No gradients provided for any variable", "no-gradients",
+     "Every gradient was `None`. Did you call the model and compute the loss inside the "
+     "`with tf.GradientTape() as tape:` block?"),
+    ("Unknown variable", "unknown-variable",
+     "An optimizer is built for the variables it first sees and refuses any other. Did you give an "
+     "optimizer variables that belong to another one? With two optimizers, give each its own layer's variables."),
+    ("metric has not yet been built", "metric-not-updated",
+     "A metric was never updated before `fit` asked for its result. Did you forget to update the metrics? "
+     "Call `update_state` on each metric in `self.metrics` (the loss metric with the loss, the others with "
+     "`y` and `y_pred`) before returning their results."),
+    ("CompileMetrics.update_state() missing", "metric-fed-loss",
+     "`self.metrics` also holds the compiled metrics, which compare `y` with `y_pred`. Did you update every "
+     "metric with the loss? Update the loss tracker with the loss and the others with `update_state(y, y_pred)`."),
+    ("No loss to compute", "keras2-compiled-loss",
+     "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
+     "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
+)
