@@ -272,6 +272,8 @@ _CATALOGUE = (
           "Call the model itself inside the tape: `model(x, training=True)`."),
     Cause("keras2-get-gradients", "the Keras 2 `optimizer.get_gradients`, which Keras 3 optimizers no longer have",
           "Compute the gradients with `tf.GradientTape` and `tape.gradient(loss, variables)`."),
+    Cause("keras2-lr", "the Keras 2 `lr` of an optimizer, which Keras 3 calls `learning_rate`",
+          "Write `learning_rate=` when you build the optimizer, and read or set `optimizer.learning_rate`."),
     Cause("keras2-legacy-optimizer", "a Keras 2 `optimizers.legacy` optimizer, which Keras 3 does not have",
           "Use the Keras 3 optimizer of the same name: `keras.optimizers.Adam(...)`."),
     Cause("float32-check", "a gradient check computed in float32, whose rounding swamps the difference it measures",

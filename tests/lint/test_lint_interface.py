@@ -67,6 +67,35 @@ def test_unknown_rule_in_config_is_a_usage_error_naming_it(project, capsys):
     assert "unknown lint rule 'TPL999'" in err and "TPL101 not-watched" in err and not err.strip().endswith('"')
 
 
+def test_prefixes_select_a_family_as_ruff_does():
+    """Does a prefix of rule numbers (`TPL`, `TPL1`, `TPL20`) name every rule whose number starts with it?"""
+    from tapelab.lint.files import rules_named
+    from tapelab.lint.model import RULES
+    assert rules_named(["TPL"]) == frozenset(RULES)
+    assert rules_named(["TPL2"]) == frozenset(c for c, r in RULES.items() if r.number.startswith("TPL2"))
+    assert "not-watched" in rules_named(["tpl1"]) and "keras2-lr" not in rules_named(["TPL1"])
+    with pytest.raises(KeyError, match="TPL9"):
+        rules_named(["TPL9"])
+
+
+def test_command_line_select_ignore_and_extend_select(project, capsys):
+    """Do `--select` (replacing the configuration's), `--extend-select` and `--ignore` decide what runs?"""
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nselect = ["TPL2"]\n')
+    assert _run(capsys, project / "bad.py", "--config", project)[0] == 0  # TPL2 only: the tape rule is off
+    assert _run(capsys, project / "bad.py", "--config", project, "--extend-select", "TPL101")[0] == 1
+    assert _run(capsys, project / "bad.py", "--config", project, "--select", "TPL1")[0] == 1
+    assert _run(capsys, project / "bad.py", "--config", project, "--select", "TPL1", "--ignore", "not-watched")[0] == 0
+    status, _, err = _run(capsys, project / "bad.py", "--select", "TPL1,TPL999")
+    assert status == 2 and "TPL999" in err
+
+
+def test_unknown_key_in_config_is_a_usage_error_naming_it(project, capsys):
+    """Does a misspelt key of `[tool.tapelab.lint]` exit 2 naming the key and the known ones, not pass silently?"""
+    (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nignores = ["not-watched"]\n')
+    status, out, err = _run(capsys, project, "--config", project)
+    assert status == 2 and out == "" and "'ignores'" in err and "exclude, ignore, select" in err
+
+
 def test_exit_status_is_0_clean_1_findings_2_missing_path(project, capsys):
     """Is the exit status 0 on clean code, 1 on findings and 2 on a path that does not exist?"""
     assert _run(capsys, project / "good.py")[0] == 0

@@ -197,6 +197,17 @@ CASES = {
         import tf_keras
         optimizer = tf_keras.optimizers.legacy.Adam(1e-3)
         """),
+    "keras2-lr": ("""
+        import keras
+        optimizer = keras.optimizers.Adam(lr=1e-3)
+        """, 2, """
+        import keras
+        from keras.optimizers import SGD
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+        plain = SGD(learning_rate=0.1)
+        schedule = make_schedule(lr=0.1)
+        print(schedule.lr, plain.learning_rate)
+        """),
 }
 
 

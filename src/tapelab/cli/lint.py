@@ -21,10 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="text (default), json, GitHub workflow annotations, or SARIF 2.1.0")
     parser.add_argument("--config", type=Path, metavar="DIR",
                         help="where to look for pyproject.toml's [tool.tapelab.lint] (default: here and above)")
+    for flag, help_text in (("--select", "run only these rules (replaces the configuration's `select`)"),
+                            ("--extend-select", "run these rules too"), ("--ignore", "skip these rules")):
+        parser.add_argument(flag, type=_names, default=None if flag == "--select" else [], metavar="RULES",
+                            help=f"{help_text}: comma-separated numbers, codes or prefixes (TPL, TPL1, TPL20)")
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: number of CPUs)")
     parser.add_argument("--explain", metavar="RULE",
                         help="print the documentation of a rule, by number (TPL101) or code (not-watched), and exit")
     parser.set_defaults(parser=parser)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
         raise UsageError(f"{', '.join(missing)} does not exist: pass .py files, notebooks or folders")
-    config = load_config(args.config or Path.cwd())
+    config = load_config(args.config or Path.cwd()).narrowed(args.select, args.extend_select, args.ignore)
     findings, warnings, _ = lint_paths(args.paths, config, jobs=args.jobs)
     for warning in warnings:
         print(f"tapelab lint: warning: {warning}", file=sys.stderr)

@@ -21,7 +21,7 @@ from pathlib import Path
 from tapelab.errors import UsageError
 from tapelab.lint.model import CHECKERS, RULES, Finding, UnknownRule, find_rule
 
-__all__ = ["Config", "load_config", "lint_tree", "lint_source", "lint_text", "lint_file", "expand", "pragmas"]
+__all__ = ["Config", "load_config", "rules_named", "lint_tree", "lint_source", "lint_text", "lint_file", "expand", "pragmas"]
 
 _PRAGMA = re.compile(r"#\s*tapelab:\s*ignore\[([^\]]*)\]")
 
@@ -35,9 +35,19 @@ class Config:
     exclude: tuple[str, ...] = ()
 
     def enabled(self, code: str) -> bool:
-        """Whether the rule with cause code `code` runs under this configuration."""
+        """Whether the rule with cause code `code` runs under this configuration (`select` and `ignore` hold
+        cause codes, as `rules_named` makes them, or rule numbers)."""
         names = {code, RULES[code].number}
         return (not self.select or bool(names & self.select)) and not names & self.ignore
+
+    def narrowed(self, select: Iterable[str] | None = None, extend: Iterable[str] = (),
+                 ignore: Iterable[str] = ()) -> "Config":
+        """This configuration with the command line's `--select` (replaces), `--extend-select` (adds to the
+        selection) and `--ignore` (adds to the ignored) applied, as Ruff applies them."""
+        chosen = self.select if select is None else rules_named(select)
+        if extend and chosen:  # an empty selection is every rule already
+            chosen = chosen | rules_named(extend)
+        return replace(self, select=chosen, ignore=self.ignore | rules_named(ignore))
 
     def excluded(self, path: Path) -> bool:
         """Whether `path` matches an `exclude` glob (against the whole path or any of its parts)."""
@@ -45,13 +55,23 @@ class Config:
         return any(fnmatch.fnmatch(text, g) or any(fnmatch.fnmatch(p, g) for p in path.parts) for g in self.exclude)
 
 
-def _codes(values: Iterable[str]) -> frozenset[str]:
-    rules = [find_rule(v) for v in values]  # an unknown code is a configuration error, said at once
-    return frozenset(c for r in rules for c in (r.code, r.number))
+def rules_named(values: Iterable[str]) -> frozenset[str]:
+    """The cause codes of the rules `values` name: a number (`TPL101`), a cause code (`not-watched`) or a
+    prefix of numbers (`TPL`, `TPL1`, `TPL20`), as Ruff selects; UnknownRule for a name no rule has."""
+    chosen: set[str] = set()
+    for value in values:
+        prefix = [r.code for r in RULES.values() if r.number.startswith(value.upper())] if value[:3].upper() == \
+            "TPL" else []
+        chosen.update(prefix or [find_rule(value).code])  # an unknown name is a configuration error, said at once
+    return frozenset(chosen)
 
 
 class ConfigError(UsageError, ValueError):
-    """The `[tool.tapelab.lint]` table cannot be used: pyproject.toml does not parse, or names an unknown rule."""
+    """The `[tool.tapelab.lint]` table cannot be used: pyproject.toml does not parse, or names an unknown rule
+    or key."""
+
+
+_KEYS = frozenset({"select", "ignore", "exclude"})
 
 
 def load_config(start: Path) -> Config:
@@ -62,7 +82,11 @@ def load_config(start: Path) -> Config:
         if candidate.is_file():
             try:
                 table = tomllib.loads(candidate.read_text()).get("tool", {}).get("tapelab", {}).get("lint", {})
-                return Config(_codes(table.get("select", [])), _codes(table.get("ignore", [])),
+                unknown = sorted(set(table) - _KEYS)
+                if unknown:
+                    raise ValueError(f"unknown key {', '.join(map(repr, unknown))}; the keys are "
+                                     f"{', '.join(sorted(_KEYS))}")
+                return Config(rules_named(table.get("select", [])), rules_named(table.get("ignore", [])),
                               tuple(table.get("exclude", [])))
             except (ValueError, UnknownRule) as error:  # TOMLDecodeError is a ValueError
                 raise ConfigError(f"[tool.tapelab.lint] in pyproject.toml: {error}") from None

@@ -87,6 +87,26 @@ optimizer = keras.optimizers.Adam(1e-3)
 ```
 """)
 
+define("TPL205", "keras2-lr", """
+**What it does**: flags an optimizer built with `lr=` (a call of `...optimizers.X(...)`, or of a class
+imported from an `optimizers` module) and `.lr` read or set on an optimizer (a name or attribute made by
+such a call, or an attribute named `optimizer`).
+
+**Why is this bad?** Keras 3 optimizers take and expose only `learning_rate`: `SGD(lr=0.1)` raises
+`ValueError: Argument(s) not recognized`, and `optimizer.lr` raises `AttributeError`.
+
+**Example**
+```python
+optimizer = keras.optimizers.Adam(lr=1e-3)
+optimizer.lr = 1e-4
+```
+
+**Use instead**
+```python
+optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+optimizer.learning_rate = 1e-4
+```
+""")
 
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
@@ -132,13 +152,39 @@ def _legacy(node: ast.AST) -> bool:
     return False
 
 
-@checker("compiled_loss", "reset_states", "get_gradients", "legacy")
+def _optimizer_classes(tree: ast.Module) -> set[str]:
+    """Names imported from an `optimizers` module (`from keras.optimizers import Adam`)."""
+    return {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[-1] == "optimizers" for a in node.names}
+
+
+def _builds_optimizer(call: ast.Call, classes: set[str]) -> bool:
+    parts = (dotted(call.func) or "").split(".")
+    return (len(parts) >= 2 and parts[-2] == "optimizers") or (len(parts) == 1 and parts[0] in classes)
+
+
+def _lr_findings(tree: ast.Module, optimizers: set[str]) -> Iterator[Finding]:
+    classes = _optimizer_classes(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _builds_optimizer(node, classes):
+            for keyword in (k for k in node.keywords if k.arg == "lr"):
+                yield finding("keras2-lr", keyword, f"`{dotted(node.func)}(lr=...)`: Keras 3 optimizers take "
+                              "`learning_rate=`, and raise on `lr`")
+        elif isinstance(node, ast.Attribute) and node.attr == "lr":
+            receiver = dotted(node.value) or ""
+            if receiver in optimizers or receiver.split(".")[-1] == "optimizer":
+                yield finding("keras2-lr", node, f"`{receiver}.lr`: a Keras 3 optimizer has `learning_rate`, "
+                              "not `lr`")
+
+
+@checker("compiled_loss", "reset_states", "get_gradients", "legacy", "lr")
 def check_keras(tree: ast.Module) -> Iterator[Finding]:
     """Keras 2 names called on Keras 3 objects, in modules written against Keras 3."""
     if not _keras3_client(tree):
         return
     metrics = _made_by(tree, "metrics") | _metric_loop_names(tree)
     optimizers = _made_by(tree, "optimizers")
+    yield from _lr_findings(tree, optimizers)
     for node in ast.walk(tree):
         if _legacy(node):
             yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
