@@ -31,6 +31,13 @@ CASES = {
             loss = w * 3.0
         print(loss * 2.0)
         g = tape.gradient(loss, w)
+        loc = tf.Variable(0.0)
+        normal = tfd.Normal(loc=loc, scale=1.0)          # an object built from the variable outside the tape:
+        layer = make_head(loc)                           # it computes when its method runs inside the tape
+        dense = tf.keras.layers.Dense(1, bias_initializer=tf.constant_initializer(loc))
+        with tf.GradientTape() as tape2:
+            nll = -normal.log_prob(3.0) + layer.penalty()
+        g2 = tape2.gradient(nll, loc)
         """),
     "numpy-in-path": ("""
         def step(w, x):
@@ -65,6 +72,11 @@ CASES = {
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, model(x, training=True))
             return tape.gradient(loss, model.trainable_variables)
+
+        def fit_gp(kernel, x, y):
+            with tf.GradientTape() as tape:
+                loss = -kernel.predict(x).log_prob(y)  # not a Keras model: its own `predict`
+            return tape.gradient(loss, kernel.amplitude)
         """),
     "non-differentiable": ("""
         def step(model, x):

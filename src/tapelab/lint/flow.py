@@ -2,7 +2,7 @@
 
 For one `tape.gradient(target, sources)` call, each name gets a state: `TENSOR` (computed from a source
 where the tape can follow it), `OWNER` (an object holding the sources, e.g. the model of
-`model.trainable_variables`) or a `Break` (it depends on a source only through something the tape cannot
+`model.trainable_variables`, or a distribution or layer built from a variable outside the tape) or a `Break` (it depends on a source only through something the tape cannot
 differentiate: NumPy, `float()`, `model.predict`, a non-differentiable op, `tf.stop_gradient`, or an op
 run outside the tape's `with` block). A name with no state carries nothing known. Branches join towards
 "may carry a gradient", so a break is reported only when every path from the sources is cut: the
@@ -46,6 +46,25 @@ def _ops_name(name: str) -> str | None:
         if name.startswith(prefix) and "." not in name[len(prefix):]:
             return name[len(prefix):]
     return None
+
+
+_TENSOR_MAKERS = {"Variable", "constant", "convert_to_tensor", "identity", "cast"}
+
+
+def _builds_object(func: str, op: str | None, receiver: object, callee: object) -> bool:
+    """Whether a call outside the tape, given a source, builds an object that keeps a reference to it (a
+    distribution, a bijector, a layer, any instance of a class the linter cannot see) rather than computing a
+    tensor: a class's constructor or a plain function of the user's, not a TensorFlow or NumPy op, a method,
+    or a call of a model that owns the sources (which computes at once). Such an object computes lazily when its methods run, and a method
+    run inside the tape is recorded, so it is an owner of the source, not a value cut from it."""
+    if op is not None or receiver == TENSOR or callee == OWNER:
+        return False
+    parts = func.split(".")
+    if parts[-1] in _TENSOR_MAKERS:
+        return False
+    # a class (`tfd.Normal`, `keras.layers.Dense`, `Bijector`), or a plain function of the user's
+    # (`make_head(v)`); a method (`tape.gradient`, `opt.apply`) computes and returns values
+    return parts[-1][:1].isupper() or (len(parts) == 1 and parts[0] not in _MODULES)
 
 
 def _int_dtype(node: ast.AST | None) -> bool:
@@ -144,7 +163,12 @@ class Flow:
         if func in ("float", "int", "bool") or method in ("item", "tolist"):
             return Break("python-number-in-path", node, f"`{text}()`") if live else None
         if method in ("predict", "predict_on_batch"):
-            return Break("predict-in-tape", node, f"`{text}()`") if live else None
+            # Keras's `predict` only on what the sources show to be a model (`model` of
+            # `model.trainable_variables`); any other object's `predict` may be its own method
+            model = dotted(node.func.value)
+            if model is not None and any(s == model + owned for s in self.sources for owned in _OWNED):
+                return Break("predict-in-tape", node, f"`{text}()`") if live else None
+            return inputs
         if op in _STOP:
             return Break("stop-gradient", node, f"`{text}`") if live else None
         if op == "where":
@@ -155,6 +179,8 @@ class Flow:
         if inputs == OWNER:
             called_owner = self.value(node.func) == OWNER and not method
             return TENSOR if called_owner or self.recording(node) else OWNER
+        if inputs == TENSOR and not self.recording(node) and _builds_object(func, op, receiver, callee):
+            return OWNER  # an object holding the source, which computes when its methods run inside the tape
         return inputs
 
     def recording(self, node: ast.AST) -> bool:

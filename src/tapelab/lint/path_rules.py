@@ -12,7 +12,9 @@ __all__ = ["check_paths"]
 
 define("TPL102", "outside-tape", """
 **What it does**: flags a `gradient` call whose target is computed from its sources outside the tape's
-`with` block (before it, or after it).
+`with` block (before it, or after it). An object built from a source outside the block (a distribution, a
+bijector, a layer, any class's instance or the result of a function of yours) is not flagged: it keeps a
+reference to the source and computes when its methods run, which the tape records if they run inside.
 
 **Why is this bad?** A tape records only the operations run while its block is open; the target's link to
 the source was never recorded, so the gradient is `None`.
@@ -72,7 +74,9 @@ with tf.GradientTape() as tape:
 """)
 
 define("TPL105", "predict-in-tape", """
-**What it does**: flags a target computed from `model.predict(...)` (or `predict_on_batch`).
+**What it does**: flags a target computed from `model.predict(...)` (or `predict_on_batch`), where `model`
+is what the sources show to be a Keras model (`tape.gradient(loss, model.trainable_variables)`); another
+object's `predict` may be its own method and is not flagged.
 
 **Why is this bad?** `predict` runs its own loop and returns NumPy arrays, so nothing connects the loss
 to the model's weights: every gradient is `None`.
