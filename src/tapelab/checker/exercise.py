@@ -88,18 +88,14 @@ class Exercise:
         _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
 
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
-        """`failure`, or when it is an Incorrect about a value, with no cause, and the code shows a departure from
-        the task (tapelab.checker.departure), an Incorrect that adds it and names its cause."""
+        """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
+        (tapelab.checker.departure: for an error, only the departures that explain one), an Incorrect that adds
+        it and names its cause; a constant factor behind a reduction over some axes becomes `wrong-axis`."""
         if isinstance(failure, Incorrect) and failure.cause == "constant-factor":
-            why = reduced_axis(fn)  # the factor, established by the values, and the reduction that makes it
-            return failure if why is None else Incorrect(f"{failure} {why.text}", cause=why.cause,
-                                                         expected=failure.expected, actual=failure.actual)
+            return _adding(failure, reduced_axis(fn))  # the factor, from the values; the reduction that makes it
         if not isinstance(failure, Incorrect) or failure.cause is not None:
             return failure
-        why = departure(fn, self._facts, self.unread_parameters, raised=bool(failure.observed))
-        if why is None:
-            return failure
-        return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
+        return _adding(failure, departure(fn, self._facts, self.unread_parameters, raised=bool(failure.observed)))
 
     def departs_from(self, fn: Callable, args: tuple, formula: Callable) -> Explanation | None:
         """Where the student's `fn(*args)` first departs from the task's forward `formula(*args)`, by the
@@ -122,10 +118,7 @@ class Exercise:
         __tracebackhide__ = True
         if problem is None:
             return
-        why = self.departs_from(fn, args, formula) if problem.cause is None else None
-        if why is None:
-            raise problem
-        raise Incorrect(f"{problem} {why.text}", cause=why.cause, expected=problem.expected, actual=problem.actual)
+        raise _adding(problem, self.departs_from(fn, args, formula) if problem.cause is None else None)
 
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError
@@ -196,6 +189,13 @@ class Exercise:
                 "Write it in the answer cell above and run that cell first."
             )
         return namespace[self.answer]
+
+
+def _adding(failure: Incorrect, why: Explanation | None) -> Incorrect:
+    """`failure` with `why` said after it and its cause named, or `failure` itself when `why` is None."""
+    if why is None:
+        return failure
+    return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
 
 
 def _source_lines(fn: Any) -> tuple[list[str] | None, int]:
