@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from tapelab.checker.wrong_answers import Alternative, constant_factor, matching_alternative, ratio_of, swapped, swapped_item, \
-    transposed, with_extra_axis, wrong_value
+from tapelab.checker.wrong_answers import Alternative, matching_alternative, ratio_of, swapped, swapped_item, wrong_value
 
 _MEAN = Alternative("batch mean", [0.5, 1.0], "sum-not-mean", "Did you average over the batch?")
 _SWAP = swapped([1.0, 2.0])
@@ -64,7 +63,11 @@ def test_an_unknown_cause_code_fails_when_the_checker_is_written():
 def test_a_constant_ratio_is_established(expected, actual, ratio):
     """Is a value that is k times the right one, entry by entry (zeros included), reported with k?"""
     assert ratio_of(expected, actual) == pytest.approx(ratio)
-    assert f"{ratio:.4g} times" in constant_factor(expected, actual).says
+    found = matching_alternative(expected, actual, [])  # no exercise alternative: the differential names it
+    if ratio == -1:
+        assert found.cause == "sign-flipped"
+    else:
+        assert found.cause == "constant-factor" and f"{ratio:.4g} times" in found.says
 
 
 @pytest.mark.parametrize("expected,actual", [
@@ -76,17 +79,19 @@ def test_a_constant_ratio_is_established(expected, actual, ratio):
 ])
 def test_a_ratio_that_is_not_really_constant_is_not_named(expected, actual):
     """Is the constant-factor hint withheld for a scalar, a varying ratio, a broken zero or another shape?"""
-    assert constant_factor(expected, actual) is None
+    assert ratio_of(expected, actual) is None
+    found = matching_alternative(expected, actual, [])
+    assert found is None or found.cause not in ("constant-factor", "sign-flipped"), found
 
 
-def test_shape_alternatives_name_transposes_and_extra_axes():
-    """Are a transposed matrix and an extra axis of size 1 each told apart from other mistakes?"""
+def test_shape_mistakes_are_named_without_an_exercise_alternative():
+    """With no alternative of the exercise's own, are a transposed matrix and an extra axis of size 1 named by
+    the structural differential, and does an exercise alternative that matches still win?"""
     matrix = np.arange(6.0).reshape(2, 3)
-    assert matching_alternative(matrix, matrix.T, [transposed(matrix)]).cause == "transposed"
-    column = matrix[..., None]
-    assert matching_alternative(matrix, column, [with_extra_axis(matrix, column)]).cause == "extra-axis"
-    # the extra axis does not apply to a transpose, and the structural differential names what it is
-    assert matching_alternative(matrix, matrix.T, [with_extra_axis(matrix, matrix.T)]).cause == "transposed"
+    assert matching_alternative(matrix, matrix.T, []).cause == "transposed"
+    assert matching_alternative(matrix, matrix[..., None], []).cause == "extra-axis"
+    own = Alternative("the prediction", matrix.T, "wrong-target", "That is the prediction.")
+    assert matching_alternative(matrix, matrix.T, [own]) is own
 
 
 def test_an_item_is_called_swapped_only_when_the_whole_list_is_reversed():

@@ -29,8 +29,8 @@ from tapelab.checker.compare import ATOL, RTOL, agrees, mismatch, to_numpy
 from tapelab.checker.differential import ratio_of, structural
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "arrangement", "ratio_of", "constant_factor", "swapped", "swapped_item",
-           "transposed", "with_extra_axis"]
+__all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "arrangement", "ratio_of", "swapped",
+           "swapped_item"]
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,6 @@ def arrangement(name: str, expected: Sequence, actual: Sequence, rtol: float = R
     return Incorrect(found[1], cause=found[0])
 
 
-def constant_factor(expected: Any, actual: Any, rtol: float = RTOL, atol: float = ATOL) -> Alternative | None:
-    """An Alternative saying "your values are k times the right ones", only when `ratio_of` establishes k."""
-    ratio = ratio_of(expected, actual, rtol, atol)
-    if ratio is None:
-        return None
-    return Alternative("a constant multiple", None, "constant-factor",
-                       f"Your values are all {ratio:.4g} times the right ones. Did you add or drop a constant "
-                       "factor (a mean, a 2, a minus sign)?")
-
-
 _SWAPPED = "Those are the right values in the wrong order. Did you swap them?"
 
 
@@ -152,22 +142,3 @@ def swapped_item(expected: Sequence, actual: Sequence, item: int, cause: str = "
     reverse = list(expected)[::-1]
     return Alternative("the items in reverse order", lambda: reverse[item] if agrees(reverse, list(actual)) else None,
                        cause, says or _SWAPPED)
-
-
-def transposed(expected: Any, cause: str = "transposed", says: str = "") -> Alternative:
-    """The right matrix with its two axes swapped."""
-    return Alternative("the transpose", lambda: np.swapaxes(to_numpy(expected), -1, -2), cause,
-                       says or "That is the transpose of the right matrix. Did you swap the two axes?")
-
-
-def with_extra_axis(expected: Any, actual: Any, cause: str = "extra-axis", says: str = "") -> Alternative:
-    """The right value with an axis of size 1 more (or less) than asked for, where `actual`'s shape has it."""
-    def reshaped() -> np.ndarray | None:
-        want, got = to_numpy(expected), to_numpy(actual)
-        same = want.size == got.size and got.shape != want.shape
-        squeezed = [d for d in got.shape if d != 1] == [d for d in want.shape if d != 1]
-        return want.reshape(got.shape) if same and squeezed else None
-    return Alternative("an extra axis", reshaped, cause,
-                       says or "Those are the right numbers with an axis of size 1 added or dropped. "
-                               "Did you keep a `keepdims`, an `[..., None]` or a `reshape` you did not need?")
-
