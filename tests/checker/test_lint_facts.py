@@ -24,12 +24,13 @@ def cubic_slope(x):
         y = tf.stop_gradient(3 * x**3 - 2 * x**2 + x)
     return tape.gradient(y, x)
 '''
-_PERSISTENT_IN_LOOP = '''
+_TAPES_KEPT = '''
 def two_steps(w, x, y, lr):
-    grads = []
+    grads, tapes = [], []
     for _ in range(2):
         with tf.GradientTape(persistent=True) as tape:
             loss = tf.reduce_mean((w * x - y) ** 2)
+        tapes.append(tape)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w.assign_sub(lr * grad)
@@ -224,11 +225,11 @@ def test_a_passing_answer_with_a_pitfall_gets_a_note_and_keeps_its_grade(monkeyp
     the finding in its JSON?"""
     shown = []
     monkeypatch.setattr(tapelab.checker.exercise, "_display", shown.append)
-    verdict = grade(EXERCISES["ex5_3_answer"], _PERSISTENT_IN_LOOP, "persistent in a loop")
+    verdict = grade(EXERCISES["ex5_3_answer"], _TAPES_KEPT, "persistent tapes kept in a list")
     assert verdict.passed, verdict
     box = shown[0]
     text = repr(box)
-    line = _line_of(_PERSISTENT_IN_LOOP, "persistent=True")
+    line = _line_of(_TAPES_KEPT, "tapes.append")
     assert box.kind == "correct" and f"Correct, but: TPL111 `tape-not-released` at line {line}:" in text
     assert "grade is unchanged" in text and "Correct, but:" in box._repr_html_()
     assert [f["code"] for f in box._repr_mimebundle_()[MIME]["lint"]] == ["tape-not-released"]
@@ -240,6 +241,8 @@ def test_a_pitfall_outside_the_function_is_not_its_note():
 with tf.GradientTape(persistent=True) as scratch:
     probe = tf.Variable(1.0) * 2.0
 print(scratch.gradient(probe, []))
+for _ in range(3):
+    probe = probe * 2.0
 '''
     assert [f.code for f in lint_source(cell)] == ["tape-not-released"]
     _, fn = _function("ex5_3_answer", cell, "scratch tape")

@@ -154,12 +154,16 @@ CASES = {
         with tf.GradientTape(persistent=True) as tape:
             y = x * x
         dy = tape.gradient(y, x)
+        for step in range(100):
+            x.assign_sub(0.1 * dy)
         """, 2, """
         x = tf.Variable(3.0)
         with tf.GradientTape(persistent=True) as tape:
             y = x * x
         dy = tape.gradient(y, x)
         del tape
+        for step in range(100):
+            x.assign_sub(0.1 * dy)
         """),
     "replaced-by-tensor": ("""
         w = tf.Variable(1.0)
@@ -268,3 +272,72 @@ def test_the_message_names_the_culprit_and_the_fix_comes_from_the_catalogue():
     (found,) = _lint(CASES["numpy-in-path"][0])
     assert "`np.mean()`" in found.message and "line 3" in found.message
     assert found.fix == cause("numpy-in-path").fix
+
+
+# More true positives a rule family must keep: (rule code, source, line reported)
+MORE_PITFALLS = {
+    "persistent tape kept in a list": ("tape-not-released", """
+        def steps(w, xs):
+            kept = []
+            for x in xs:
+                with tf.GradientTape(persistent=True) as tape:
+                    loss = w * x
+                kept.append(tape)
+            return kept
+        """, 6),
+    "persistent tape kept on an object": ("tape-not-released", """
+        class Probe:
+            def record(self, w):
+                with tf.GradientTape(persistent=True) as tape:
+                    y = w * w
+                self.tape = tape
+        """, 5),
+}
+
+
+# The false-alarm classes found on real code (issue 30), each a near miss of the rule that cried wolf:
+# (rule code, source that is right)
+FALSE_ALARMS = {
+    "persistent tape rebound on each pass of a loop": ("tape-not-released", """
+        def attributions(model, batches):
+            out = []
+            for batch in batches:
+                with tf.GradientTape(persistent=True) as tape:
+                    tape.watch(batch)
+                    loss = model(batch)
+                out.append(tape.gradient(loss, batch))
+            return out
+        """),
+    "persistent tape rebound by a later tape": ("tape-not-released", """
+        x = tf.Variable(3.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+        dy = tape.gradient(y, x)
+        with tf.GradientTape(persistent=True) as tape:
+            z = x * x * x
+        dz = tape.gradient(z, x)
+        del tape
+        for step in range(10):
+            x.assign_sub(0.1 * (dy + dz))
+        """),
+    "a script's last persistent tape": ("tape-not-released", """
+        x = tf.Variable(3.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+        print(tape.gradient(y, x), tape.gradient(y, x))
+        """),
+}
+
+
+@pytest.mark.parametrize("label", list(MORE_PITFALLS))
+def test_rule_reports_more_pitfalls(label):
+    """Is each further true positive reported once, under its rule, on its line?"""
+    code, source, line = MORE_PITFALLS[label]
+    assert [(f.code, f.line) for f in _lint(source)] == [(code, line)]
+
+
+@pytest.mark.parametrize("label", list(FALSE_ALARMS))
+def test_false_alarm_classes_stay_silent(label):
+    """Is each class of false alarm found on real code now a near miss: no finding of any rule?"""
+    code, source = FALSE_ALARMS[label]
+    assert _lint(source) == [], f"{code} cries wolf on: {label}"

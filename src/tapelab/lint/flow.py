@@ -169,6 +169,10 @@ class Flow:
             if model is not None and any(s == model + owned for s in self.sources for owned in _OWNED):
                 return Break("predict-in-tape", node, f"`{text}()`") if live else None
             return inputs
+        if op is None and self.value(node.func) == OWNER:
+            # the owner of the sources called, or one of its methods: it computes from the sources whatever its
+            # arguments are, so `model(tf.stop_gradient(x))` still reaches `model.trainable_variables`
+            return TENSOR if self.lookup(func) == OWNER or self.recording(node) else OWNER
         if op in _STOP:
             return Break("stop-gradient", node, f"`{text}`") if live else None
         if op == "where":
@@ -177,8 +181,7 @@ class Flow:
                 node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None))):
             return Break("non-differentiable", node, f"`{text}`") if live else None
         if inputs == OWNER:
-            called_owner = self.value(node.func) == OWNER and not method
-            return TENSOR if called_owner or self.recording(node) else OWNER
+            return TENSOR if self.recording(node) else OWNER
         if inputs == TENSOR and not self.recording(node) and _builds_object(func, op, receiver, callee):
             return OWNER  # an object holding the source, which computes when its methods run inside the tape
         return inputs

@@ -66,17 +66,22 @@ del tape
 """)
 
 define("TPL111", "tape-not-released", """
-**What it does**: flags a `persistent=True` tape opened at module level (a script, a notebook) or in a loop
-that is never released with `del`.
+**What it does**: flags a `persistent=True` tape that is stored where it outlives its name (appended to a
+list, put in a dict or an attribute), and one opened at module level (a script, a notebook) that is neither
+deleted nor rebound before the module trains or differentiates again (a later loop or tape). A tape in a
+function goes when the function returns, one rebound on each pass of a loop goes on the next pass, and a
+script's last tape goes when the script ends: none of these is flagged.
 
-**Why is this bad?** A persistent tape keeps every intermediate tensor it recorded until it is garbage
-collected; at module level that is never, in a loop one tape's worth at a time at best.
+**Why is this bad?** A persistent tape keeps every intermediate tensor it recorded for as long as the tape
+object lives: a stored tape for as long as its container, a notebook's for the rest of the session.
 
 **Example**
 ```python
 with tf.GradientTape(persistent=True) as tape:
     y = x * x
 dy_dx = tape.gradient(y, x)
+for step in range(1000):
+    train_step()
 ```
 
 **Use instead**
@@ -85,6 +90,8 @@ with tf.GradientTape(persistent=True) as tape:
     y = x * x
 dy_dx = tape.gradient(y, x)
 del tape
+for step in range(1000):
+    train_step()
 ```
 """)
 
@@ -188,21 +195,72 @@ def _twice(scope: Scope, tape: Tape, parents) -> Iterator[Finding]:
             return
 
 
-def _released(scope: Scope, tape: Tape, within: list[ast.stmt]) -> bool:
-    return any(isinstance(n, ast.Delete) and any(dotted(t) == tape.name for t in n.targets)
-               for stmt in within for n in ast.walk(stmt))
+_STORES = {"append", "extend", "insert", "add", "setdefault", "put", "update"}
 
 
-def _not_released(scope: Scope, tape: Tape, parents) -> Iterator[Finding]:
-    loop = next((a for a, name, _ in _chain(tape.bound, parents) if isinstance(a, _LOOPS) and name == "body"), None)
-    if loop is not None:
-        held = not _released(scope, tape, loop.body)
-    else:
-        held = isinstance(scope.node, ast.Module) and not _released(scope, tape, scope.body)
-    if held:
-        where = "in a loop" if loop is not None else "at module level"
-        yield finding("tape-not-released", tape.bound, f"persistent tape `{tape.name}` opened {where} is never "
-                      "released with `del`, so it keeps every tensor it recorded")
+def _holds(node: ast.AST, name: str) -> bool:
+    """Whether expression `node` is the name, or a list/tuple/dict display holding it."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return any(_holds(e, name) for e in node.elts)
+    return isinstance(node, ast.Dict) and any(v is not None and _holds(v, name) for v in node.values)
+
+
+def _stored(scope: Scope, tape: Tape) -> ast.AST | None:
+    """A statement that puts the tape where it outlives its name: into a container (`tapes.append(tape)`,
+    `kept[k] = tape`) or an attribute (`self.tape = tape`)."""
+    for stmt in scope.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STORES \
+                    and any(_holds(a, tape.name) for a in [*node.args, *(k.value for k in node.keywords)]):
+                return node
+            if isinstance(node, ast.Assign) and _holds(node.value, tape.name) and any(
+                    isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets):
+                return node
+    return None
+
+
+def _let_go(scope: Scope, tape: Tape) -> bool:
+    """Whether the module lets the tape go after it was opened: `del tape`, or the name bound again (another
+    tape, `tape = None`); a loop that opens it anew lets each pass's tape go, but not the last one's."""
+    for node in (n for stmt in scope.body for n in ast.walk(stmt)):
+        if getattr(node, "lineno", 0) <= tape.bound.lineno or node is tape.bound:
+            continue
+        if isinstance(node, ast.Delete) and any(dotted(t) == tape.name for t in node.targets):
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [i.optional_vars for i in node.items] if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        if any(dotted(t) == tape.name for t in targets if t is not None):
+            return True
+    return False
+
+
+def _work_after(scope: Scope, tape: Tape) -> ast.stmt | None:
+    """The first module-level statement after the tape's last use that trains or differentiates again (a
+    loop, or another tape): what runs while the unreleased tape still holds its record."""
+    last = max([c.end_lineno for c in tape.gradients] + [b.end_lineno for b in tape.blocks] + [tape.bound.end_lineno])
+    for stmt in scope.body:
+        if stmt.lineno > last and (isinstance(stmt, _LOOPS) or any(
+                isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("GradientTape") for n in ast.walk(stmt))):
+            return stmt
+    return None
+
+
+def _not_released(scope: Scope, tape: Tape) -> Iterator[Finding]:
+    """A persistent tape stored where it outlives its name, or one a module keeps while it goes on training.
+    A function's tapes go when it returns and a tape rebound in a loop goes on the next pass, so neither is
+    flagged; nor is a script's last tape, which goes when the script ends."""
+    kept = _stored(scope, tape)
+    if kept is not None:
+        yield finding("tape-not-released", kept, f"persistent tape `{tape.name}` is stored by `{ast.unparse(kept)}`"
+                      ", so it and every tensor it recorded stay in memory as long as that does")
+        return
+    work = _work_after(scope, tape) if isinstance(scope.node, ast.Module) and not _let_go(scope, tape) else None
+    if work is not None:
+        yield finding("tape-not-released", tape.bound, f"persistent tape `{tape.name}` is never released, so every "
+                      f"tensor it recorded stays in memory while the rest of the module runs (from line "
+                      f"{work.lineno}); `del {tape.name}` once its gradients are taken")
 
 
 def _assignments(scope: Scope) -> list[ast.stmt]:
@@ -285,7 +343,7 @@ def check_tapes(tree: ast.Module) -> Iterator[Finding]:
             if tape.persistent is False:
                 yield from _twice(scope, tape, parents)
             elif tape.persistent is True:
-                yield from _not_released(scope, tape, parents)
+                yield from _not_released(scope, tape)
         seen: set[int] = set()
         for call in scope.gradient_calls():
             yield from _unwatched(scope, call, assignments)
