@@ -292,6 +292,32 @@ MORE_PITFALLS = {
                     y = w * w
                 self.tape = tape
         """, 5),
+    "a non-trainable variable as a source": ("not-watched", """
+        w = tf.Variable(2.0, trainable=False)
+        with tf.GradientTape() as tape:
+            y = w * w
+        g = tape.gradient(y, w)
+        """, 4),
+    "sources in a dict, with watch_accessed_variables=False": ("not-watched", """
+        w, b = tf.Variable(2.0), tf.Variable(1.0)
+        params = {"w": w, "b": b}
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(w)
+            y = w * b
+        g = tape.gradient(y, params)
+        """, 6),
+    "nested sources, with watch_accessed_variables=False": ("not-watched", """
+        w, b = tf.Variable(2.0), tf.Variable(1.0)
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(b)
+            y = w * b
+        g = tape.gradient(y, [[w], {"bias": b}])
+        """, 5),
+    "a model's weights, with watch_accessed_variables=False": ("not-watched", """
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            loss = model(x)
+        g = tape.gradient(loss, model.trainable_variables)
+        """, 3),
 }
 
 
@@ -319,6 +345,28 @@ FALSE_ALARMS = {
         del tape
         for step in range(10):
             x.assign_sub(0.1 * (dy + dz))
+        """),
+    "stop_gradient on the input of the model that owns the sources": ("stop-gradient", """
+        with tf.GradientTape() as tape:
+            logits = model(tf.stop_gradient(features))
+            value = critic.value(tf.stop_gradient(logits))
+            loss = tf.reduce_mean(logits) + value
+        grads = tape.gradient(loss, model.trainable_variables)
+        """),
+    "stop_gradient on the argument of a method of an owner": ("stop-gradient", """
+        loc = tf.Variable(0.0)
+        normal = tfd.Normal(loc=loc, scale=1.0)
+        with tf.GradientTape() as tape:
+            nll = -normal.log_prob(tf.stop_gradient(samples))
+        g = tape.gradient(nll, loc)
+        """),
+    "a trainable variable, or a watched frozen one, in a dict of sources": ("not-watched", """
+        w, frozen = tf.Variable(2.0), tf.Variable(1.0, trainable=False)
+        params = {"w": w, "frozen": frozen}
+        with tf.GradientTape() as tape:
+            tape.watch(frozen)
+            y = w * frozen
+        g = tape.gradient(y, params)
         """),
     "a script's last persistent tape": ("tape-not-released", """
         x = tf.Variable(3.0)

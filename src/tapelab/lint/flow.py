@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from tapelab.lint.tapes import GRADIENT_METHODS, Call, dotted
 
-__all__ = ["TENSOR", "OWNER", "Break", "Flow", "target_state"]
+__all__ = ["TENSOR", "OWNER", "OWNED", "Break", "Flow", "target_state"]
 
 TENSOR, OWNER = "tensor", "owner"
-_OWNED = (".trainable_variables", ".trainable_weights", ".variables", ".weights")
+OWNED = (".trainable_variables", ".trainable_weights", ".variables", ".weights")
 _MODULES = {"tf", "np", "numpy", "keras", "ops", "math", "jnp"}
 _OPS_PREFIXES = ("tf.", "tf.math.", "keras.ops.", "ops.", "tf.experimental.numpy.")
 _NON_DIFFERENTIABLE = {"argmax", "argmin", "round", "sign", "floor", "ceil", "equal", "not_equal", "greater",
@@ -98,7 +98,7 @@ class Flow:
     def __init__(self, call: Call):
         self.call = call
         self.sources = {d for d in map(dotted, call.sources) if d}
-        self.owners = {s[: -len(end)] for s in self.sources for end in _OWNED if s.endswith(end)}
+        self.owners = {s[: -len(end)] for s in self.sources for end in OWNED if s.endswith(end)}
         self.env: dict[str, object] = {}
 
     # expressions -----------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class Flow:
             # Keras's `predict` only on what the sources show to be a model (`model` of
             # `model.trainable_variables`); any other object's `predict` may be its own method
             model = dotted(node.func.value)
-            if model is not None and any(s == model + owned for s in self.sources for owned in _OWNED):
+            if model is not None and any(s == model + owned for s in self.sources for owned in OWNED):
                 return Break("predict-in-tape", node, f"`{text}()`") if live else None
             return inputs
         if op is None and self.value(node.func) == OWNER:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from tapelab.lint.flow import OWNED
 from tapelab.lint.model import Finding, checker, define, finding
 from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes, statements
 
@@ -17,10 +18,12 @@ _ENDS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 
 define("TPL101", "not-watched", """
 **What it does**: flags a `gradient`/`jacobian` source bound to `tf.constant(...)` (or `tf.ones`,
-`tf.convert_to_tensor`, ...) that the tape never watches; also a `tf.Variable` source of a tape opened with
-`watch_accessed_variables=False` and no `watch`.
+`tf.convert_to_tensor`, ...) or to `tf.Variable(..., trainable=False)` that the tape never watches; with
+`watch_accessed_variables=False`, also an unwatched `tf.Variable` or `model.trainable_variables`. Sources
+given as a list, tuple or dict, nested or bound to a name first (`params = {"w": w}`), are read item by item.
 
-**Why is this bad?** A tape watches trainable variables by itself, never constants: the gradient is `None`.
+**Why is this bad?** A tape watches trainable variables by itself, never constants or non-trainable
+variables: the gradient is `None`.
 
 **Example**
 ```python
@@ -274,7 +277,8 @@ def _origin(value: ast.AST) -> str | None:
         if parts[0] == "tf" and (parts[-1] in _CONSTANT_MAKERS and len(parts) == 2 or parts[1:2] == ["random"]):
             return "constant"
         if func in ("tf.Variable", "tf.compat.v1.Variable"):
-            return "variable"
+            frozen = flag(value, "trainable") is False
+            return "frozen" if frozen else "variable"
     return None
 
 
@@ -290,22 +294,61 @@ def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     return False
 
 
+def _binding(name: str, assignments: list[ast.stmt], before: ast.AST) -> ast.AST | None:
+    """The value last given to `name` by a plain assignment before `before` (`name = v`, or an item of
+    `a, name = u, v`); None when it was last bound otherwise or not at all."""
+    value = None
+    for stmt in assignments:
+        if stmt.lineno >= before.lineno:
+            break
+        for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+            if dotted(target) == name:
+                value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            elif isinstance(target, ast.Tuple) and any(dotted(e) == name for e in target.elts):
+                pairs = isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) == len(target.elts)
+                value = next((v for e, v in zip(target.elts, stmt.value.elts) if dotted(e) == name), None) \
+                    if pairs else None
+    return value
+
+
+def _leaves(source: ast.AST, assignments: list[ast.stmt], before: ast.AST, depth: int = 0) -> Iterator[ast.AST]:
+    """The sources a `gradient` call really differentiates by: the items of a list, tuple or dict given as
+    sources, nested or bound to a name first (`params = {"w": w}`), down to names and attributes."""
+    items = source.elts if isinstance(source, (ast.List, ast.Tuple)) else (
+        [v for v in source.values if v is not None] if isinstance(source, ast.Dict) else None)
+    if items is not None and depth < 4:
+        for item in items:
+            yield from _leaves(item, assignments, before, depth + 1)
+        return
+    bound = _binding(source.id, assignments, before) if isinstance(source, ast.Name) and depth < 4 else None
+    if isinstance(bound, (ast.List, ast.Tuple, ast.Dict)):
+        yield from _leaves(bound, assignments, bound, depth + 1)
+    else:
+        yield source
+
+
 def _unwatched(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Iterator[Finding]:
     auto = not (isinstance(call.tape.bound, ast.With) and any(
         flag(i.context_expr, "watch_accessed_variables") is False for i in call.tape.bound.items
         if isinstance(i.context_expr, ast.Call)))
-    for source in call.sources:
-        if not isinstance(source, ast.Name) or _watched(call.tape, source.id, call.node):
-            continue
-        bindings = [a for a in assignments if a.lineno < call.node.lineno and any(
-            dotted(t) == source.id for t in (a.targets if isinstance(a, ast.Assign) else [a.target]))]
-        if not bindings or not isinstance(bindings[-1], ast.Assign) or len(bindings[-1].targets) != 1:
-            continue
-        origin = _origin(bindings[-1].value)
-        if origin == "constant" or (origin == "variable" and not auto):
-            made = ast.unparse(bindings[-1].value.func)
-            yield finding("not-watched", source, f"`{source.id}` is made by `{made}` (line {bindings[-1].lineno}) "
-                          f"and `{call.tape.name}` never watches it, so the gradient is None")
+    for given in call.sources:
+        for source in _leaves(given, assignments, call.node):
+            name = dotted(source)
+            if name is None or _watched(call.tape, name.split(".")[0], call.node):
+                continue
+            at = source if _contains(call.node, source) else given  # an item of `params` is reported at `params`
+            if not auto and name.endswith(OWNED):
+                yield finding("not-watched", at, f"`{call.tape.name}` is opened with "
+                              f"`watch_accessed_variables=False` and never watches `{name}`, so every gradient "
+                              "is None")
+                continue
+            bound = _binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
+            origin = _origin(bound) if bound is not None else None
+            if origin in ("constant", "frozen") or (origin == "variable" and not auto):
+                made = ast.unparse(bound.func) + ("(..., trainable=False)" if origin == "frozen" else "")
+                why = ", which a tape does not watch by itself," if origin == "frozen" else ""
+                yield finding("not-watched", at, f"`{name}` is made by `{made}` (line {bound.lineno}){why} and "
+                              f"`{call.tape.name}` never watches it, so the gradient is None")
 
 
 def _rebound(scope: Scope, call: Call, assignments: list[ast.stmt], parents) -> Iterator[Finding]:
@@ -313,7 +356,7 @@ def _rebound(scope: Scope, call: Call, assignments: list[ast.stmt], parents) -> 
         if not isinstance(source, ast.Name) or _watched(call.tape, source.id, scope.body[-1]):
             continue
         made = [a for a in assignments if isinstance(a, ast.Assign) and len(a.targets) == 1
-                and dotted(a.targets[0]) == source.id and _origin(a.value) == "variable"]
+                and dotted(a.targets[0]) == source.id and _origin(a.value) in ("variable", "frozen")]
         if not made:
             continue
         loops = [a for a, name, _ in _chain(call.node, parents) if isinstance(a, _LOOPS)]
