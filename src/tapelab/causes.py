@@ -276,6 +276,11 @@ _CATALOGUE = (
           "Write `learning_rate=` when you build the optimizer, and read or set `optimizer.learning_rate`."),
     Cause("keras2-legacy-optimizer", "a Keras 2 `optimizers.legacy` optimizer, which Keras 3 does not have",
           "Use the Keras 3 optimizer of the same name: `keras.optimizers.Adam(...)`."),
+    Cause("keras2-get-updates", "the Keras 2 `optimizer.get_updates`, which Keras 3 optimizers no longer have",
+          "Compute the gradients with a tape and apply them: `optimizer.apply_gradients(zip(grads, variables))`."),
+    Cause("keras2-compiled-metrics", "the Keras 2 `compiled_metrics` container, which Keras 3 keeps only as an "
+          "`update_state` shim",
+          "Update and read the metrics one by one: `for metric in self.metrics: metric.update_state(y, y_pred)`."),
     Cause("float32-check", "a gradient check computed in float32, whose rounding swamps the difference it measures",
           "Make `x` a `tf.constant(x, tf.float64)` and evaluate `f` and the tape on that tensor, so every value is float64."),
     Cause("absolute-error", "the absolute difference where the relative error is asked for",

@@ -224,6 +224,27 @@ CASES = {
         schedule = make_schedule(lr=0.1)
         print(schedule.lr, plain.learning_rate)
         """),
+    "keras2-get-updates": ("""
+        def updates(self, loss, params):
+            return self.optimizer.get_updates(loss, params)
+        """, 2, """
+        def updates(self, loss, params, tape):
+            grads = tape.gradient(loss, params)
+            self.optimizer.apply_gradients(zip(grads, params))
+            return self.ema.get_updates()
+        """),
+    "keras2-compiled-metrics": ("""
+        class Model(keras.Model):
+            def train_step(self, data):
+                x, y = data
+                self.compiled_metrics.update_state(y, self(x))
+        """, 4, """
+        class Model(keras.Model):
+            def train_step(self, data):
+                x, y = data
+                for metric in self.metrics:
+                    metric.update_state(y, self(x))
+        """),
 }
 
 
@@ -262,7 +283,8 @@ def test_keras2_rules_are_off_in_keras_own_implementation():
         from keras.optimizers import legacy as legacy
         """
     assert _lint(source) == []
-    assert [f.code for f in _lint("from keras.optimizers import legacy as legacy\n")] == ["keras2-legacy-optimizer"]
+    assert [f.code for f in _lint("from keras.optimizers import legacy as legacy\nopt = legacy.Adam()\n")] == [
+        "keras2-legacy-optimizer"]
 
 
 def test_the_message_names_the_culprit_and_the_fix_comes_from_the_catalogue():
@@ -318,6 +340,27 @@ MORE_PITFALLS = {
             loss = model(x)
         g = tape.gradient(loss, model.trainable_variables)
         """, 3),
+    "a legacy optimizer subclassed through an alias": ("keras2-legacy-optimizer", """
+        import tensorflow as tf
+        BASE = tf.keras.optimizers.legacy.Adam
+        class LazyAdam(BASE):
+            pass
+        """, 2),
+    "a legacy optimizer imported, then subclassed": ("keras2-legacy-optimizer", """
+        from tensorflow.keras.optimizers.legacy import Optimizer
+        class Bop(Optimizer):
+            pass
+        """, 1),
+    "legacy optimizer classes in a dict, built later": ("keras2-legacy-optimizer", """
+        import tensorflow as tf
+        CLASSES = {"sgd": tf.keras.optimizers.legacy.SGD}
+        optimizer = CLASSES["sgd"](0.1)
+        """, 2),
+    "compiled_metrics read for more than update_state": ("keras2-compiled-metrics", """
+        class Model(keras.Model):
+            def reset(self):
+                self.compiled_metrics.reset_state()
+        """, 3),
 }
 
 
@@ -367,6 +410,27 @@ FALSE_ALARMS = {
             tape.watch(frozen)
             y = w * frozen
         g = tape.gradient(y, params)
+        """),
+    "a class that defines its own compiled_loss": ("keras2-compiled-loss", """
+        class Trainer(keras.Model):
+            def compiled_loss(self, y, y_pred):
+                return tf.reduce_mean((y - y_pred) ** 2)
+            def train_step(self, data):
+                x, y = data
+                return self.compiled_loss(y, self(x))
+        """),
+    "a legacy optimizer only compared, tested with isinstance or annotated": ("keras2-legacy-optimizer", """
+        import tensorflow as tf
+        from tensorflow.keras.optimizers.legacy import Optimizer as LegacyOptimizer
+        Legacy = tf.keras.optimizers.legacy.Optimizer
+        def is_legacy(opt: tf.keras.optimizers.legacy.Optimizer) -> bool:
+            return isinstance(opt, (tf.keras.optimizers.Optimizer, tf.keras.optimizers.legacy.Optimizer)) \\
+                or type(opt) == Legacy or issubclass(type(opt), LegacyOptimizer)
+        """),
+    "a legacy optimizer through a module's tf_keras shim": ("keras2-legacy-optimizer", """
+        from tensorflow_probability.python.internal import tf_keras
+        class StochasticGradientLangevinDynamics(tf_keras.optimizers.legacy.Optimizer):
+            pass
         """),
     "a script's last persistent tape": ("tape-not-released", """
         x = tf.Variable(3.0)

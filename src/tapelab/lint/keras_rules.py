@@ -13,11 +13,13 @@ from collections.abc import Iterator
 
 from tapelab.lint.model import Finding, checker, define, finding
 from tapelab.lint.tapes import dotted
+from tapelab.lint.uses import Uses
 
 __all__ = ["check_keras"]
 
 define("TPL201", "keras2-compiled-loss", """
-**What it does**: flags calls of `self.compiled_loss(...)` (any receiver).
+**What it does**: flags calls of `self.compiled_loss(...)` (any receiver) in a module that does not define
+`compiled_loss` itself (a method of that name, or an attribute it sets).
 
 **Why is this bad?** Keras 3 keeps `compiled_loss` only as a deprecated shim; a custom `train_step`
 should ask `compute_loss`, which also adds the layer losses.
@@ -71,10 +73,13 @@ grads = tape.gradient(loss, params)
 """)
 
 define("TPL204", "keras2-legacy-optimizer", """
-**What it does**: flags `optimizers.legacy` (e.g. `tf.keras.optimizers.legacy.Adam`) in code or imports.
+**What it does**: flags `optimizers.legacy` (e.g. `tf.keras.optimizers.legacy.Adam`) where it is built,
+subclassed or handed on (an argument, an item of a list or dict), directly, through a name it is bound to,
+or through a name imported from it. Comparing with it, `isinstance`/`issubclass` against it and annotations
+are left alone: Keras 3 still defines the names, and only building one raises.
 
-**Why is this bad?** Keras 3 has no legacy optimizers: the name raises, or under `tf_keras` silently
-trains with other defaults than the code around it expects.
+**Why is this bad?** Keras 3 has no legacy optimizers: every `optimizers.legacy.X` is a stand-in whose
+constructor raises `ImportError`, so the optimizer (or a subclass of it) cannot be built.
 
 **Example**
 ```python
@@ -108,6 +113,47 @@ optimizer.learning_rate = 1e-4
 ```
 """)
 
+define("TPL206", "keras2-get-updates", """
+**What it does**: flags `optimizer.get_updates(...)` on an optimizer (a name or attribute made by
+`...optimizers.X(...)`, or an attribute named `optimizer`).
+
+**Why is this bad?** `get_updates` built the update ops of a Keras 2 graph-mode optimizer; Keras 3
+optimizers have no such method, so it raises `AttributeError`.
+
+**Example**
+```python
+updates = self.optimizer.get_updates(loss, params)
+```
+
+**Use instead**
+```python
+grads = tape.gradient(loss, params)
+self.optimizer.apply_gradients(zip(grads, params))
+```
+""")
+
+define("TPL207", "keras2-compiled-metrics", """
+**What it does**: flags `self.compiled_metrics` (any receiver) in a module that does not define
+`compiled_metrics` itself.
+
+**Why is this bad?** Keras 3 keeps `compiled_metrics` only as a shim with `update_state`, which warns that
+it is deprecated and forwards to `self.metrics`; anything else of the Keras 2 container (`.metrics`,
+`.reset_state()`, `.result()`) raises `AttributeError`.
+
+**Example**
+```python
+self.compiled_metrics.update_state(y, y_pred)
+return {m.name: m.result() for m in self.metrics}
+```
+
+**Use instead**
+```python
+for metric in self.metrics:
+    metric.update_state(y, y_pred)
+return {m.name: m.result() for m in self.metrics}
+```
+""")
+
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
 
@@ -116,6 +162,8 @@ def _keras3_client(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        if isinstance(node, ast.ImportFrom):  # `from package.internal import tf_keras`: a Keras 2 shim by name
+            names += [a.asname or a.name for a in node.names]
         if any(n == p or n.startswith(p + ".") for n in names for p in _NOT_KERAS3_CLIENT):
             return False
     return True
@@ -140,16 +188,27 @@ def _metric_loop_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _legacy(node: ast.AST) -> bool:
+def _legacy(node: ast.AST, uses: Uses) -> bool:
+    """A reference to `optimizers.legacy` that breaks when run (built, subclassed, handed on): see `uses`."""
     if isinstance(node, ast.Attribute):
-        return node.attr == "legacy" and (dotted(node.value) or "").endswith("optimizers")
+        return node.attr == "legacy" and (dotted(node.value) or "").endswith("optimizers") and uses.breaks(
+            uses.chain(node))
     if isinstance(node, ast.ImportFrom) and node.module:
         parts = node.module.split(".")
-        return "optimizers.legacy" in node.module or (parts[-1] == "optimizers" and any(
+        legacy = "optimizers.legacy" in node.module or (parts[-1] == "optimizers" and any(
             a.name == "legacy" for a in node.names))
-    if isinstance(node, ast.Import):
-        return any(".optimizers.legacy" in a.name for a in node.names)
+        return legacy and any(True for _ in uses.imported(node))
+    if isinstance(node, ast.Import):  # `import ...optimizers.legacy as L`; without `as`, its chains are judged
+        return any(".optimizers.legacy" in a.name and a.asname and any(
+            uses.breaks(uses.chain(n)) for n in uses.loads.get(a.asname, [])) for a in node.names)
     return False
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module defines `name` itself (a method, or an attribute it sets), so a call of it is not
+    Keras's: `def compiled_loss(...)`, `self.compiled_loss = ...`."""
+    return any((isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name) or (
+        isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Store)) for n in ast.walk(tree))
 
 
 def _optimizer_classes(tree: ast.Module) -> set[str]:
@@ -177,27 +236,45 @@ def _lr_findings(tree: ast.Module, optimizers: set[str]) -> Iterator[Finding]:
                               "not `lr`")
 
 
-@checker("compiled_loss", "reset_states", "get_gradients", "legacy", "lr")
+def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Finding:
+    used = uses.parents.get(id(node))
+    what = used.attr if isinstance(used, ast.Attribute) and used.value is node else None
+    if what == "update_state":
+        said = ("is a Keras 3 shim that only forwards `update_state` to `self.metrics`, with a deprecation "
+                "warning")
+    else:
+        said = f"in Keras 3 has only `update_state`{f', so `.{what}` raises AttributeError' if what else ''}"
+    return finding("keras2-compiled-metrics", node, f"`{ast.unparse(node)}` {said}")
+
+
+@checker("compiled_loss", "compiled_metrics", "reset_states", "get_gradients", "get_updates", "legacy", "lr")
 def check_keras(tree: ast.Module) -> Iterator[Finding]:
     """Keras 2 names called on Keras 3 objects, in modules written against Keras 3."""
     if not _keras3_client(tree):
         return
     metrics = _made_by(tree, "metrics") | _metric_loop_names(tree)
     optimizers = _made_by(tree, "optimizers")
+    own = {name for name in ("compiled_loss", "compiled_metrics") if _defines(tree, name)}
+    uses = Uses(tree)
     yield from _lr_findings(tree, optimizers)
     for node in ast.walk(tree):
-        if _legacy(node):
+        if _legacy(node, uses):
             yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
-                          "no legacy optimizers")
+                          "no legacy optimizers, and building one raises ImportError")
+        if isinstance(node, ast.Attribute) and node.attr == "compiled_metrics" and "compiled_metrics" not in own \
+                and isinstance(node.ctx, ast.Load):
+            yield _compiled_metrics(node, uses)
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         receiver, method = dotted(node.func.value) or "", node.func.attr
-        if method == "compiled_loss":
+        optimizer = receiver in optimizers or receiver.split(".")[-1] == "optimizer"
+        if method == "compiled_loss" and method not in own:
             yield finding("keras2-compiled-loss", node, f"`{ast.unparse(node.func)}` is the Keras 2 loss "
                           "container; Keras 3 asks `compute_loss`")
         elif method == "reset_states" and receiver in metrics:
             yield finding("keras2-reset-states", node, f"`{receiver}` is a Keras metric: Keras 3 metrics have "
                           "`reset_state()`, not `reset_states()`")
-        elif method == "get_gradients" and (receiver in optimizers or receiver.split(".")[-1] == "optimizer"):
-            yield finding("keras2-get-gradients", node, f"`{receiver}.get_gradients` is Keras 2 only: compute "
-                          "gradients with a tape")
+        elif method in ("get_gradients", "get_updates") and optimizer:
+            yield finding(f"keras2-{method.replace('_', '-')}", node, f"`{receiver}.{method}` is Keras 2 only: "
+                          "compute gradients with a tape" + (" and apply them with `apply_gradients`"
+                                                              if method == "get_updates" else ""))
