@@ -62,6 +62,7 @@ bench: venv
 	$(BIN)/python bench/checks.py
 	$(BIN)/python bench/diagnose.py
 	$(BIN)/python bench/lint.py
+	$(BIN)/python bench/corpus.py
 
 # Every mutant of every reference answer, plus instant-check/nbgrader agreement on all of them
 # (`make test` runs a bounded sample of both).

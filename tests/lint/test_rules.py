@@ -432,6 +432,10 @@ FALSE_ALARMS = {
         class StochasticGradientLangevinDynamics(tf_keras.optimizers.legacy.Optimizer):
             pass
         """),
+    "compiled_metrics only tested for truth": ("keras2-compiled-metrics", """
+        def weights_of(model):
+            return bool(model.compiled_metrics)
+        """),
     "a script's last persistent tape": ("tape-not-released", """
         x = tf.Variable(3.0)
         with tf.GradientTape(persistent=True) as tape:

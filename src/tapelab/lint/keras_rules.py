@@ -133,8 +133,8 @@ self.optimizer.apply_gradients(zip(grads, params))
 """)
 
 define("TPL207", "keras2-compiled-metrics", """
-**What it does**: flags `self.compiled_metrics` (any receiver) in a module that does not define
-`compiled_metrics` itself.
+**What it does**: flags a member of `self.compiled_metrics` (any receiver: `.update_state`, `.metrics`, ...)
+in a module that does not define `compiled_metrics` itself.
 
 **Why is this bad?** Keras 3 keeps `compiled_metrics` only as a shim with `update_state`, which warns that
 it is deprecated and forwards to `self.metrics`; anything else of the Keras 2 container (`.metrics`,
@@ -236,15 +236,16 @@ def _lr_findings(tree: ast.Module, optimizers: set[str]) -> Iterator[Finding]:
                               "not `lr`")
 
 
-def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Finding:
+def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Iterator[Finding]:
+    """A use of the Keras 2 container's members (a bare `if self.compiled_metrics:` works in Keras 3)."""
     used = uses.parents.get(id(node))
-    what = used.attr if isinstance(used, ast.Attribute) and used.value is node else None
-    if what == "update_state":
-        said = ("is a Keras 3 shim that only forwards `update_state` to `self.metrics`, with a deprecation "
-                "warning")
+    if not (isinstance(used, ast.Attribute) and used.value is node):
+        return
+    if used.attr == "update_state":
+        said = "is a Keras 3 shim that only forwards `update_state` to `self.metrics`, with a deprecation warning"
     else:
-        said = f"in Keras 3 has only `update_state`{f', so `.{what}` raises AttributeError' if what else ''}"
-    return finding("keras2-compiled-metrics", node, f"`{ast.unparse(node)}` {said}")
+        said = f"in Keras 3 has only `update_state`, so `.{used.attr}` raises AttributeError"
+    yield finding("keras2-compiled-metrics", node, f"`{ast.unparse(node)}` {said}")
 
 
 @checker("compiled_loss", "compiled_metrics", "reset_states", "get_gradients", "get_updates", "legacy", "lr")
@@ -263,7 +264,7 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
                           "no legacy optimizers, and building one raises ImportError")
         if isinstance(node, ast.Attribute) and node.attr == "compiled_metrics" and "compiled_metrics" not in own \
                 and isinstance(node.ctx, ast.Load):
-            yield _compiled_metrics(node, uses)
+            yield from _compiled_metrics(node, uses)
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         receiver, method = dotted(node.func.value) or "", node.func.attr
