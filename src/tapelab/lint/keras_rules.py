@@ -31,7 +31,7 @@ loss = self.compiled_loss(y, y_pred)
 ```python
 loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
 ```
-""")
+""", level="warning")
 
 define("TPL202", "keras2-reset-states", """
 **What it does**: flags `.reset_states()` on a metric: a name or attribute made by `keras.metrics.X(...)`

@@ -86,7 +86,7 @@ with tf.GradientTape(persistent=True) as tape:
 dy_dx = tape.gradient(y, x)
 del tape
 ```
-""")
+""", level="warning")
 
 define("TPL112", "replaced-by-tensor", """
 **What it does**: flags a `tf.Variable` used as a gradient source and then rebound to a tensor
