@@ -150,6 +150,13 @@ def test_sarif_uris_are_uri_references(tmp_path, monkeypatch, capsys):
     assert not check.conforms("my dir/bad.py", "uri-reference")
 
 
+def test_links_within_the_docs_land_on_headings():
+    """Does every in-page link of docs/lint.md (`](#...)`) name the anchor of one of its headings?"""
+    anchors = {anchor(h) for h in re.findall(r"^#+ (.+)$", DOCS, re.MULTILINE)}
+    links = re.findall(r"\]\(#([^)]+)\)", DOCS)
+    assert links and set(links) <= anchors
+
+
 @pytest.mark.parametrize("heading, expected", [
     ("TPL105 `predict-in-tape`: `model.predict` inside the tape: it returns NumPy, so nothing is recorded",
      "tpl105-predict-in-tape-modelpredict-inside-the-tape-it-returns-numpy-so-nothing-is-recorded"),
