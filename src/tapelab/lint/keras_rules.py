@@ -33,7 +33,7 @@ loss = self.compiled_loss(y, y_pred)
 ```python
 loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
 ```
-""")
+""", level="warning")
 
 define("TPL202", "keras2-reset-states", """
 **What it does**: flags `.reset_states()` on a metric: a name or attribute made by `keras.metrics.X(...)`
@@ -152,7 +152,7 @@ for metric in self.metrics:
     metric.update_state(y, y_pred)
 return {m.name: m.result() for m in self.metrics}
 ```
-""")
+""", level="warning")
 
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 

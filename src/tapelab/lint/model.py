@@ -5,6 +5,9 @@ feedback and `tapelab.diagnose` name one mistake the same way. The number (TPL10
 and SARIF need (letters then digits); pragmas and configuration accept either. Rules come in families:
 one analysis (for example the data flow from a tape's sources to its target) establishes several causes,
 so a family registers one checker and the rules it can report.
+
+Each rule has a level: "error" for certain breakage (the code raises, or silently computes a `None` or wrong
+gradient, on Keras 3 / TF 2.21), "warning" for a hazard (memory kept alive, a deprecated shim that still works).
 """
 from __future__ import annotations
 
@@ -15,7 +18,10 @@ from dataclasses import dataclass
 from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
-__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "define", "checker", "find_rule", "finding", "UnknownRule"]
+__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule", "finding",
+           "UnknownRule"]
+
+LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,11 @@ class Finding:
         """The catalogue's one-line fix for this finding's cause."""
         return cause(self.code).fix
 
+    @property
+    def level(self) -> str:
+        """The level of this finding's rule: "error" or "warning"."""
+        return RULES[self.code].level
+
     def where(self) -> str:
         """`path:line:col`, or `path:cell N:line:col` inside a notebook."""
         cell = f"cell {self.cell}:" if self.cell is not None else ""
@@ -48,6 +59,7 @@ class Rule:
     number: str
     code: str
     doc: str
+    level: str = "error"
 
     @property
     def cause(self) -> Cause:
@@ -56,20 +68,24 @@ class Rule:
 
     def explanation(self) -> str:
         """The rule's documentation as docs/lint.md gives it and `tapelab lint --explain` prints it: heading,
-        the catalogue's fix, then what it does, why it is bad, an example and what to use instead."""
-        return f"### {self.number} `{self.code}`: {self.cause.title}\n\n**Fix**: {self.cause.fix}\n\n{self.doc}\n"
+        the catalogue's fix, the level, then what it does, why it is bad, an example and what to use instead."""
+        return (f"### {self.number} `{self.code}`: {self.cause.title}\n\n**Fix**: {self.cause.fix}\n\n"
+                f"**Level**: {self.level}\n\n{self.doc}\n")
 
 
 RULES: dict[str, Rule] = {}  # cause code -> rule, in definition order
 CHECKERS: list[tuple[tuple[str, ...], Callable[[ast.Module], Iterator[Finding]]]] = []
 
 
-def define(number: str, code: str, doc: str) -> Rule:
-    """Register a rule; its code must be catalogued and neither number nor code may repeat."""
+def define(number: str, code: str, doc: str, level: str = "error") -> Rule:
+    """Register a rule at `level` (one of LEVELS); its code must be catalogued and neither number nor code may
+    repeat."""
+    if level not in LEVELS:
+        raise ValueError(f"lint rule {number} {code}: level {level!r} is not one of {', '.join(LEVELS)}")
     cause(code)  # an unknown cause code fails at import, not at report time
     if code in RULES or any(r.number == number for r in RULES.values()):
         raise ValueError(f"lint rule {number} {code} defined twice")
-    RULES[code] = Rule(number, code, doc.strip("\n"))
+    RULES[code] = Rule(number, code, doc.strip("\n"), level)
     return RULES[code]
 
 

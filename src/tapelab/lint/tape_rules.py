@@ -96,7 +96,7 @@ del tape
 for step in range(1000):
     train_step()
 ```
-""")
+""", level="warning")
 
 define("TPL112", "replaced-by-tensor", """
 **What it does**: flags a `tf.Variable` used as a gradient source and then rebound to a tensor
