@@ -266,6 +266,10 @@ _CATALOGUE = (
     Cause("ignored-step", "a step size other than the `h` passed in (a hard-coded or default step)",
           "Use the `h` argument in both evaluations and in the division: `(f(x + h) - f(x - h)) / (2 * h)`."),
     # tapelab lint: causes only the static rules establish
+    Cause("syntax-error", "the file (or notebook cell) does not parse as Python, so no rule could check it",
+          "Fix the syntax at the reported line; `python -m py_compile FILE` shows the same error."),
+    Cause("unreadable-file", "the file cannot be read as UTF-8 text, so no rule could check it",
+          "Make the file readable and save it as UTF-8, or `exclude` it in `[tool.tapelab.lint]`."),
     Cause("python-number-in-path", "`float()`, `int()` or `.item()` on the path from source to target",
           "Keep the value a tensor between the source and the target; convert to a Python number after `gradient`."),
     Cause("predict-in-tape", "`model.predict` inside the tape: it returns NumPy, so nothing is recorded",

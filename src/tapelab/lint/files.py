@@ -1,38 +1,42 @@
-"""Reading what to lint: `.py` files and notebooks' code cells, `# tapelab: ignore[CODE]` pragmas, and the
-`[tool.tapelab.lint]` table of `pyproject.toml`.
+"""Reading what to lint: `.py` files and notebooks' code cells, what their comments silence (`suppress`), and
+the `[tool.tapelab.lint]` table of `pyproject.toml`.
 
 A notebook's code cells are linted as one module, in order, because a cell reads the names earlier cells
 bound; each finding is mapped back to its cell and line. IPython magics and shell lines are blanked (line
-numbers kept), and a cell that does not parse is left out with a warning rather than hiding the others.
+numbers kept). A file or cell that does not parse is a TPL001 finding at the error (a broken cell is left
+out, the others are linted), a file that cannot be read a TPL002 finding (`file_rules`).
 """
 from __future__ import annotations
 
 import ast
 import fnmatch
-import io
+import functools
 import json
+import os
 import re
-import tokenize
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tapelab.errors import UsageError
-from tapelab.lint.model import CHECKERS, RULES, Finding, UnknownRule, find_rule
+from tapelab.lint.file_rules import SYNTAX_ERROR, UNREADABLE_FILE
+from tapelab.lint.model import CHECKERS, RULES, Finding, rules_named
+from tapelab.lint.suppress import silences
 
-__all__ = ["Config", "load_config", "rules_named", "lint_tree", "lint_source", "lint_text", "lint_file", "expand", "pragmas"]
-
-_PRAGMA = re.compile(r"#\s*tapelab:\s*ignore\[([^\]]*)\]")
+__all__ = ["Config", "load_config", "rules_named", "lint_tree", "lint_source", "lint_text", "lint_file", "expand"]
 
 
 @dataclass(frozen=True)
 class Config:
-    """Which rules run (`select`, `ignore`: numbers or cause codes) and which paths are skipped (`exclude`)."""
+    """Which rules run (`select`, `ignore`: numbers or cause codes), which paths are skipped (`exclude`), and
+    which rules are ignored in the files a glob matches (`per_file_ignores`, globs from the folder `root`)."""
 
     select: frozenset[str] = frozenset()
     ignore: frozenset[str] = frozenset()
     exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()  # (glob, cause codes)
+    root: str | None = None  # pyproject.toml's folder; None: the current folder
 
     def enabled(self, code: str) -> bool:
         """Whether the rule with cause code `code` runs under this configuration (`select` and `ignore` hold
@@ -47,7 +51,20 @@ class Config:
         chosen = self.select if select is None else rules_named(select)
         if extend and chosen:  # an empty selection is every rule already
             chosen = chosen | rules_named(extend)
-        return replace(self, select=chosen, ignore=self.ignore | rules_named(ignore))
+        return replace(self, select=chosen, ignore=self.ignore | _ignorable(ignore))
+
+    def at(self, path: str | Path) -> "Config":
+        """This configuration for the file at `path`: `ignore` grown by the rules of each `per_file_ignores`
+        glob that matches it, as Ruff matches them: the glob against the file's name, or (joined to `root`)
+        against its absolute path; `*` and `**` also cross `/`, `**/` may match no folder, and a glob
+        starting with `!` applies to the files it does not match."""
+        if not self.per_file_ignores:
+            return self
+        absolute = os.path.abspath(path)
+        root = self.root or os.getcwd()
+        extra = frozenset().union(*(codes for glob, codes in self.per_file_ignores
+                                    if _matches(glob, os.path.basename(absolute), absolute, root)))
+        return replace(self, ignore=self.ignore | extra)
 
     def excluded(self, path: Path) -> bool:
         """Whether `path` matches an `exclude` glob (against the whole path or any of its parts)."""
@@ -55,15 +72,45 @@ class Config:
         return any(fnmatch.fnmatch(text, g) or any(fnmatch.fnmatch(p, g) for p in path.parts) for g in self.exclude)
 
 
-def rules_named(values: Iterable[str]) -> frozenset[str]:
-    """The cause codes of the rules `values` name: a number (`TPL101`), a cause code (`not-watched`) or a
-    prefix of numbers (`TPL`, `TPL1`, `TPL20`), as Ruff selects; UnknownRule for a name no rule has."""
-    chosen: set[str] = set()
+_GLOB = re.compile(r"\*\*/|\*+|\?|\[!?[^\]]+\]|\{[^{}]*\}")
+
+
+@functools.lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern:
+    """`pattern` as globset (Ruff's glob matcher) reads it by default, as a regular expression."""
+    parts, at = [], 0
+    for match in _GLOB.finditer(pattern):
+        part = match.group()
+        parts.append(re.escape(pattern[at:match.start()]))
+        if part == "**/":
+            parts.append("(?:.*/)?")
+        elif part[0] == "*":
+            parts.append(".*")
+        elif part == "?":
+            parts.append(".")
+        elif part[0] == "[":
+            parts.append("[^" + part[2:-1] + "]" if part[1] == "!" else part)
+        else:
+            parts.append("(?:" + "|".join(_glob(p).pattern for p in part[1:-1].split(",")) + ")")
+        at = match.end()
+    return re.compile("".join(parts) + re.escape(pattern[at:]))
+
+
+def _matches(glob: str, name: str, absolute: str, root: str) -> bool:
+    body = glob[1:] if glob.startswith("!") else glob
+    hit = bool(_glob(body).fullmatch(name) or _glob(os.path.normpath(os.path.join(root, body))).fullmatch(absolute))
+    return hit != glob.startswith("!")
+
+
+def _ignorable(values: Iterable[str]) -> frozenset[str]:
+    """The cause codes of the rules `values` name, to ignore; naming the syntax-error rule alone is a usage
+    error, since a file that does not parse is always reported (as Ruff reports it)."""
+    values = list(values)
     for value in values:
-        prefix = [r.code for r in RULES.values() if r.number.startswith(value.upper())] if value[:3].upper() == \
-            "TPL" else []
-        chosen.update(prefix or [find_rule(value).code])  # an unknown name is a configuration error, said at once
-    return frozenset(chosen)
+        if rules_named([value]) == {SYNTAX_ERROR.code}:
+            raise UsageError(f"{value!r} cannot be ignored: a file that does not parse is always reported "
+                             "(exclude the file instead)")
+    return rules_named(values)
 
 
 class ConfigError(UsageError, ValueError):
@@ -71,7 +118,19 @@ class ConfigError(UsageError, ValueError):
     or key."""
 
 
-_KEYS = frozenset({"select", "ignore", "exclude"})
+_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores"})
+
+
+def _per_file_ignores(table: object) -> tuple[tuple[str, frozenset[str]], ...]:
+    if not isinstance(table, dict) or not all(isinstance(names, list) for names in table.values()):
+        raise ValueError('per-file-ignores maps globs to lists of rules, e.g. {"tests/*" = ["TPL111"]}')
+    pairs = []
+    for glob, names in table.items():
+        try:
+            pairs.append((glob, _ignorable(names)))
+        except UsageError as error:
+            raise ValueError(f"per-file-ignores {glob!r}: {error}") from None
+    return tuple(pairs)
 
 
 def load_config(start: Path) -> Config:
@@ -86,36 +145,25 @@ def load_config(start: Path) -> Config:
                 if unknown:
                     raise ValueError(f"unknown key {', '.join(map(repr, unknown))}; the keys are "
                                      f"{', '.join(sorted(_KEYS))}")
-                return Config(rules_named(table.get("select", [])), rules_named(table.get("ignore", [])),
-                              tuple(table.get("exclude", [])))
-            except (ValueError, UnknownRule) as error:  # TOMLDecodeError is a ValueError
+                return Config(rules_named(table.get("select", [])), _ignorable(table.get("ignore", [])),
+                              tuple(table.get("exclude", [])), _per_file_ignores(table.get("per-file-ignores", {})),
+                              str(folder))
+            except (ValueError, UsageError) as error:  # TOMLDecodeError is a ValueError
                 raise ConfigError(f"[tool.tapelab.lint] in pyproject.toml: {error}") from None
     return Config()
 
 
-def pragmas(source: str) -> dict[int, set[str]]:
-    """Line -> codes named by `# tapelab: ignore[CODE, ...]` comments on that line (real comments only)."""
-    found: dict[int, set[str]] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT and (match := _PRAGMA.search(token.string)):
-                found.setdefault(token.start[0], set()).update(c.strip() for c in match.group(1).split(",") if c.strip())
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return found
-
-
-def _ignored(finding: Finding, marks: dict[int, set[str]]) -> bool:
-    return bool(marks.get(finding.line, set()) & {finding.code, finding.number})
-
-
-def lint_tree(tree: ast.Module, source: str, path: str = "<string>", config: Config = Config()) -> list[Finding]:
-    """Findings of every enabled rule in the parsed `tree` of `source`, pragmas applied (flake8 hands over the
-    tree it parsed; `lint_source` parses its own)."""
+def lint_tree(tree: ast.Module, source: str, path: str = "<string>", config: Config = Config(),
+              noqa: bool = True) -> list[Finding]:
+    """Findings of every enabled rule in the parsed `tree` of `source`, minus what its comments silence:
+    pragmas, and `# noqa` comments unless `noqa` is False (flake8 hands over the tree it parsed; `lint_source`
+    parses its own)."""
     checks = [check for needs, check in CHECKERS if any(word in source for word in needs)]
-    marks = pragmas(source) if "tapelab:" in source else {}
     found = {(f.line, f.col, f.code): replace(f, path=path) for check in checks for f in check(tree)}
-    return sorted((f for f in found.values() if config.enabled(f.code) and not _ignored(f, marks)),
+    if not found:
+        return []
+    hidden = silences(source, noqa)
+    return sorted((f for f in found.values() if config.enabled(f.code) and not hidden.hide(f)),
                   key=lambda f: (f.line, f.col, f.number))
 
 
@@ -132,9 +180,23 @@ class _Cells:
     lines: list[tuple[int, int]] = field(default_factory=list)  # module line -> (cell position, line in cell)
 
 
-def _notebook(text: str, path: str) -> tuple[_Cells, list[str]]:
-    cells, warnings = _Cells(), []
-    code = [c for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
+def _unparsed(what: str, error: ValueError, path: str, cell: int | None = None) -> Finding:
+    """TPL001 at the line and column of `error` (a SyntaxError, or the JSONDecodeError of a notebook)."""
+    column = getattr(error, "offset", None) or getattr(error, "colno", None) or 1
+    return Finding(SYNTAX_ERROR.number, SYNTAX_ERROR.code, f"the {what} does not parse ({error.msg}), so no rule "
+                   "checked it", error.lineno or 1, column - 1, path, cell)
+
+
+def _notebook(text: str, path: str) -> tuple[_Cells, list[Finding]]:
+    """The code cells that parse, joined, and a TPL001 finding for each cell that does not (or for the file,
+    when its JSON does not parse)."""
+    cells, broken = _Cells(), []
+    try:
+        book = json.loads(text)
+    except json.JSONDecodeError as error:
+        return cells, [_unparsed("notebook's JSON", error, path)]
+    code = [c for c in (book.get("cells", []) if isinstance(book, dict) else [])
+            if isinstance(c, dict) and c.get("cell_type") == "code"]
     for position, cell in enumerate(code, start=1):
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else source
@@ -143,11 +205,11 @@ def _notebook(text: str, path: str) -> tuple[_Cells, list[str]]:
         try:
             ast.parse(body)
         except SyntaxError as error:
-            warnings.append(f"{path}: cell {position}: not linted, it does not parse ({error.msg}, line {error.lineno})")
+            broken.append(_unparsed("cell", error, path, position))
             continue
         cells.source += body + "\n"
         cells.lines += [(position, number) for number in range(1, len(lines) + 1)]
-    return cells, warnings
+    return cells, broken
 
 
 _LINE = re.compile(r"\bline (\d+)\b")
@@ -165,24 +227,31 @@ def _in_cells(finding: Finding, cells: _Cells) -> Finding:
 
 
 def lint_text(text: str, path: str, config: Config = Config()) -> tuple[list[Finding], list[str]]:
-    """Findings in the text of a `.py` file or (when `path` ends in `.ipynb`) a notebook, and warnings about
-    cells or files that could not be parsed."""
+    """Findings in the text of a `.py` file or (when `path` ends in `.ipynb`) a notebook, the configuration's
+    `per_file_ignores` for `path` applied; TPL001 where the file or a cell does not parse; a warning when the
+    code nests too deeply for the rules to follow."""
+    config = config.at(path)
+    notebook = path.endswith(".ipynb")
+    cells, found = _notebook(text, path) if notebook else (_Cells(text), [])
     try:
-        if not path.endswith(".ipynb"):
-            return lint_source(text, path, config), []
-        cells, warnings = _notebook(text, path)
-        found = lint_source(cells.source, path, config)
-    except (SyntaxError, ValueError, RecursionError) as error:
-        return [], [f"{path}: not linted, it does not parse ({error})"]
-    return [_in_cells(f, cells) for f in found], warnings
+        found += [_in_cells(f, cells) if notebook else f for f in lint_source(cells.source, path, config)]
+    except SyntaxError as error:  # in a notebook, cells that parse alone always parse together
+        return [_unparsed("file", error, path)], []
+    except RecursionError:
+        return found, [f"{path}: not linted, it nests too deeply for the rules to follow"]
+    return sorted(found, key=lambda f: (f.cell or 0, f.line, f.col, f.number)), []
 
 
 def lint_file(path: Path, config: Config = Config()) -> tuple[list[Finding], list[str]]:
-    """Findings in one `.py` file or notebook, and warnings about what could not be read or parsed."""
+    """Findings in one `.py` file or notebook (TPL002 when it cannot be read), and warnings about what the rules
+    could not follow."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        return [], [f"{path}: not linted, it cannot be read ({error})"]
+        line = error.object[: error.start].count(b"\n") + 1 if isinstance(error, UnicodeDecodeError) else 1
+        unread = Finding(UNREADABLE_FILE.number, UNREADABLE_FILE.code, f"the file cannot be read ({error}), so no "
+                         "rule checked it", line, 0, str(path))
+        return ([unread] if config.at(path).enabled(unread.code) else []), []
     return lint_text(text, str(path), config)
 
 

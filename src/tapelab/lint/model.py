@@ -12,14 +12,14 @@ gradient, on Keras 3 / TF 2.21), "warning" for a hazard (memory kept alive, a de
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
-__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule", "finding",
-           "UnknownRule"]
+__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule", "rules_named",
+           "finding", "UnknownRule"]
 
 LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
 
@@ -108,6 +108,17 @@ def find_rule(code: str) -> Rule:
         if code in (candidate.code, candidate.number) or code.upper() == candidate.number:
             return candidate
     raise UnknownRule(f"unknown lint rule {code!r}; rules: {', '.join(f'{r.number} {r.code}' for r in RULES.values())}")
+
+
+def rules_named(values: Iterable[str]) -> frozenset[str]:
+    """The cause codes of the rules `values` name: a number (`TPL101`), a cause code (`not-watched`) or a
+    prefix of numbers (`TPL`, `TPL1`, `TPL20`), as Ruff selects; UnknownRule for a name no rule has."""
+    chosen: set[str] = set()
+    for value in values:
+        prefix = [r.code for r in RULES.values() if r.number.startswith(value.upper())] if value[:3].upper() == \
+            "TPL" else []
+        chosen.update(prefix or [find_rule(value).code])  # an unknown name is a configuration error, said at once
+    return frozenset(chosen)
 
 
 def finding(code: str, node: ast.AST, message: str) -> Finding:
