@@ -276,6 +276,8 @@ _CATALOGUE = (
           "Write `learning_rate=` when you build the optimizer, and read or set `optimizer.learning_rate`."),
     Cause("keras2-legacy-optimizer", "a Keras 2 `optimizers.legacy` optimizer, which Keras 3 does not have",
           "Use the Keras 3 optimizer of the same name: `keras.optimizers.Adam(...)`."),
+    Cause("syntax-error", "code that Python cannot parse, so nothing in it can be checked",
+          "Fix the syntax error at the place named (run `python -m py_compile FILE` to see it as Python does)."),
     Cause("keras2-get-updates", "the Keras 2 `optimizer.get_updates`, which Keras 3 optimizers no longer have",
           "Compute the gradients with a tape and apply them: `optimizer.apply_gradients(zip(grads, variables))`."),
     Cause("keras2-compiled-metrics", "the Keras 2 `compiled_metrics` container, which Keras 3 keeps only as an "

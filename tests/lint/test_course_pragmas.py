@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tapelab.lint import find_rule, lint_text
-from tapelab.lint.files import pragmas
+from tapelab.lint.suppress import pragmas
 
 SOLUTIONS = Path(__file__).parents[2] / "solutions"
 

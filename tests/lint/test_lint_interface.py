@@ -93,7 +93,7 @@ def test_unknown_key_in_config_is_a_usage_error_naming_it(project, capsys):
     """Does a misspelt key of `[tool.tapelab.lint]` exit 2 naming the key and the known ones, not pass silently?"""
     (project / "pyproject.toml").write_text('[tool.tapelab.lint]\nignores = ["not-watched"]\n')
     status, out, err = _run(capsys, project, "--config", project)
-    assert status == 2 and out == "" and "'ignores'" in err and "exclude, ignore, select" in err
+    assert status == 2 and out == "" and "'ignores'" in err and "exclude, ignore, per-file-ignores, select" in err
 
 
 def test_exit_status_is_0_clean_1_findings_2_missing_path(project, capsys):
@@ -124,11 +124,14 @@ def test_notebook_findings_name_the_cell_and_its_line(tmp_path, capsys):
     assert "(cell 1, line 2)" in found["message"]
 
 
-def test_a_notebook_cell_that_does_not_parse_is_a_warning_not_a_silence(tmp_path, capsys):
-    """Is a cell that does not parse left out with a warning, while the other cells are still linted?"""
+def test_a_notebook_cell_that_does_not_parse_is_a_finding_and_the_others_are_linted(tmp_path, capsys):
+    """Is a cell that does not parse a `syntax-error` finding at that cell, while the other cells are still
+    linted?"""
     path = _notebook(tmp_path, ["def broken(:", BUGGY])
     status, out, err = _run(capsys, path)
-    assert status == 1 and "cell 1: not linted" in err and "cell 2:4:22: TPL101" in out
+    assert status == 1 and err == ""
+    assert "book.ipynb:cell 1:1:12: TPL001 [syntax-error] error: does not parse" in out
+    assert "cell 2:4:22: TPL101" in out
 
 
 def test_json_output_parses_with_every_field(project, capsys):

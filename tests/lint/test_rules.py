@@ -257,8 +257,9 @@ def _lint(source: str):
 
 
 def test_every_rule_has_a_case():
-    """Does every registered rule have a true positive and a near miss here?"""
-    assert set(CASES) == set(RULES)
+    """Does every registered rule have a true positive and a near miss here? (`syntax-error` is about whole
+    files: tests/lint/test_suppress.py.)"""
+    assert set(CASES) == set(RULES) - {"syntax-error"}
 
 
 @pytest.mark.parametrize("code", list(CASES))

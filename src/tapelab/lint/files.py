@@ -1,5 +1,5 @@
-"""Reading what to lint: `.py` files and notebooks' code cells, `# tapelab: ignore[CODE]` pragmas, and the
-`[tool.tapelab.lint]` table of `pyproject.toml`.
+"""Reading what to lint: `.py` files and notebooks' code cells, the comments that silence findings
+(`lint/suppress.py`), and the `[tool.tapelab.lint]` table of `pyproject.toml`.
 
 A notebook's code cells are linted as one module, in order, because a cell reads the names earlier cells
 bound; each finding is mapped back to its cell and line. IPython magics and shell lines are blanked (line
@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import io
 import json
 import re
-import tokenize
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tapelab.errors import UsageError
-from tapelab.lint.model import CHECKERS, RULES, Finding, UnknownRule, find_rule
+from tapelab.lint.model import CHECKERS, RULES, Finding, UnknownRule, define, find_rule
+from tapelab.lint.suppress import Suppressions
 
-__all__ = ["Config", "load_config", "rules_named", "lint_tree", "lint_source", "lint_text", "lint_file", "expand", "pragmas"]
-
-_PRAGMA = re.compile(r"#\s*tapelab:\s*ignore\[([^\]]*)\]")
+__all__ = ["Config", "load_config", "rules_named", "lint_tree", "lint_source", "lint_text", "lint_file", "expand"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +30,12 @@ class Config:
     select: frozenset[str] = frozenset()
     ignore: frozenset[str] = frozenset()
     exclude: tuple[str, ...] = ()
+    per_file: tuple[tuple[str, frozenset[str]], ...] = ()  # (glob, cause codes ignored in the files it matches)
+
+    def for_path(self, path: str) -> "Config":
+        """This configuration with the `per-file-ignores` whose glob matches `path` added to `ignore`."""
+        extra = frozenset(c for glob, codes in self.per_file if _matches(Path(path), glob) for c in codes)
+        return replace(self, ignore=self.ignore | extra) if extra else self
 
     def enabled(self, code: str) -> bool:
         """Whether the rule with cause code `code` runs under this configuration (`select` and `ignore` hold
@@ -55,6 +58,12 @@ class Config:
         return any(fnmatch.fnmatch(text, g) or any(fnmatch.fnmatch(p, g) for p in path.parts) for g in self.exclude)
 
 
+def _matches(path: Path, glob: str) -> bool:
+    """Whether `glob` matches `path` as given or any trailing part of it (`tests/*` matches `/repo/tests/a.py`)."""
+    parts = path.parts
+    return any(fnmatch.fnmatch("/".join(parts[i:]), glob) for i in range(len(parts)))
+
+
 def rules_named(values: Iterable[str]) -> frozenset[str]:
     """The cause codes of the rules `values` name: a number (`TPL101`), a cause code (`not-watched`) or a
     prefix of numbers (`TPL`, `TPL1`, `TPL20`), as Ruff selects; UnknownRule for a name no rule has."""
@@ -66,12 +75,21 @@ def rules_named(values: Iterable[str]) -> frozenset[str]:
     return frozenset(chosen)
 
 
+def _named_in(key: str, names: object) -> frozenset[str]:
+    if not isinstance(names, list):
+        raise ValueError(f"{key} must be a list of rules")
+    try:
+        return rules_named(names)
+    except UnknownRule as error:
+        raise ValueError(f"{key}: {error.args[0]}") from None
+
+
 class ConfigError(UsageError, ValueError):
     """The `[tool.tapelab.lint]` table cannot be used: pyproject.toml does not parse, or names an unknown rule
     or key."""
 
 
-_KEYS = frozenset({"select", "ignore", "exclude"})
+_KEYS = frozenset({"select", "ignore", "exclude", "per-file-ignores"})
 
 
 def load_config(start: Path) -> Config:
@@ -86,36 +104,24 @@ def load_config(start: Path) -> Config:
                 if unknown:
                     raise ValueError(f"unknown key {', '.join(map(repr, unknown))}; the keys are "
                                      f"{', '.join(sorted(_KEYS))}")
+                per_file = table.get("per-file-ignores", {})
+                if not isinstance(per_file, dict):
+                    raise ValueError("per-file-ignores must be a table of glob = [rules]")
                 return Config(rules_named(table.get("select", [])), rules_named(table.get("ignore", [])),
-                              tuple(table.get("exclude", [])))
+                              tuple(table.get("exclude", [])), tuple(
+                                  (glob, _named_in(f"per-file-ignores {glob!r}", names)) for glob, names in per_file.items()))
             except (ValueError, UnknownRule) as error:  # TOMLDecodeError is a ValueError
                 raise ConfigError(f"[tool.tapelab.lint] in pyproject.toml: {error}") from None
     return Config()
-
-
-def pragmas(source: str) -> dict[int, set[str]]:
-    """Line -> codes named by `# tapelab: ignore[CODE, ...]` comments on that line (real comments only)."""
-    found: dict[int, set[str]] = {}
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT and (match := _PRAGMA.search(token.string)):
-                found.setdefault(token.start[0], set()).update(c.strip() for c in match.group(1).split(",") if c.strip())
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return found
-
-
-def _ignored(finding: Finding, marks: dict[int, set[str]]) -> bool:
-    return bool(marks.get(finding.line, set()) & {finding.code, finding.number})
 
 
 def lint_tree(tree: ast.Module, source: str, path: str = "<string>", config: Config = Config()) -> list[Finding]:
     """Findings of every enabled rule in the parsed `tree` of `source`, pragmas applied (flake8 hands over the
     tree it parsed; `lint_source` parses its own)."""
     checks = [check for needs, check in CHECKERS if any(word in source for word in needs)]
-    marks = pragmas(source) if "tapelab:" in source else {}
+    quiet = Suppressions.read(source)
     found = {(f.line, f.col, f.code): replace(f, path=path) for check in checks for f in check(tree)}
-    return sorted((f for f in found.values() if config.enabled(f.code) and not _ignored(f, marks)),
+    return sorted((f for f in found.values() if config.enabled(f.code) and not quiet.silences(f)),
                   key=lambda f: (f.line, f.col, f.number))
 
 
@@ -132,8 +138,35 @@ class _Cells:
     lines: list[tuple[int, int]] = field(default_factory=list)  # module line -> (cell position, line in cell)
 
 
-def _notebook(text: str, path: str) -> tuple[_Cells, list[str]]:
-    cells, warnings = _Cells(), []
+define("TPL001", "syntax-error", """
+**What it does**: reports a file, or a notebook cell, that Python cannot parse, at the place the parser
+stops (as Ruff reports its own syntax errors); the run exits 1. In a notebook the other cells are still
+linted. A file that cannot be read at all (not UTF-8, no permission) is a warning on stderr instead.
+
+**Why is this bad?** Code that does not parse cannot run, and no other rule can look at it: without this
+finding the file would pass silently.
+
+**Example**
+```python
+with tf.GradientTape() as tape
+    y = x * x
+```
+
+**Use instead**
+```python
+with tf.GradientTape() as tape:
+    y = x * x
+```
+""")
+
+
+def _unparsed(error: SyntaxError, path: str, cell: int | None = None) -> Finding:
+    return Finding(RULES["syntax-error"].number, "syntax-error", f"does not parse: {error.msg}",
+                   error.lineno or 1, max((error.offset or 1) - 1, 0), path, cell)
+
+
+def _notebook(text: str, path: str) -> tuple[_Cells, list[Finding]]:
+    cells, broken = _Cells(), []
     code = [c for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
     for position, cell in enumerate(code, start=1):
         source = cell.get("source", "")
@@ -143,11 +176,11 @@ def _notebook(text: str, path: str) -> tuple[_Cells, list[str]]:
         try:
             ast.parse(body)
         except SyntaxError as error:
-            warnings.append(f"{path}: cell {position}: not linted, it does not parse ({error.msg}, line {error.lineno})")
+            broken.append(_unparsed(error, path, position))
             continue
         cells.source += body + "\n"
         cells.lines += [(position, number) for number in range(1, len(lines) + 1)]
-    return cells, warnings
+    return cells, broken
 
 
 _LINE = re.compile(r"\bline (\d+)\b")
@@ -165,16 +198,23 @@ def _in_cells(finding: Finding, cells: _Cells) -> Finding:
 
 
 def lint_text(text: str, path: str, config: Config = Config()) -> tuple[list[Finding], list[str]]:
-    """Findings in the text of a `.py` file or (when `path` ends in `.ipynb`) a notebook, and warnings about
-    cells or files that could not be parsed."""
-    try:
-        if not path.endswith(".ipynb"):
+    """Findings in the text of a `.py` file or (when `path` ends in `.ipynb`) a notebook, a `syntax-error`
+    finding for a file or cell that does not parse, and warnings about a notebook that is not JSON."""
+    config = config.for_path(path)
+    keep = config.enabled("syntax-error")
+    if not path.endswith(".ipynb"):
+        try:
             return lint_source(text, path, config), []
-        cells, warnings = _notebook(text, path)
+        except SyntaxError as error:
+            return [_unparsed(error, path)] if keep else [], []
+        except (ValueError, RecursionError) as error:  # a null byte; nesting too deep for the parser
+            return [], [f"{path}: not linted, it cannot be parsed ({error})"]
+    try:
+        cells, broken = _notebook(text, path)
         found = lint_source(cells.source, path, config)
     except (SyntaxError, ValueError, RecursionError) as error:
-        return [], [f"{path}: not linted, it does not parse ({error})"]
-    return [_in_cells(f, cells) for f in found], warnings
+        return [], [f"{path}: not linted, it is not a notebook Python can read ({error})"]
+    return (broken if keep else []) + [_in_cells(f, cells) for f in found], []
 
 
 def lint_file(path: Path, config: Config = Config()) -> tuple[list[Finding], list[str]]:

@@ -137,8 +137,9 @@ define("TPL207", "keras2-compiled-metrics", """
 in a module that does not define `compiled_metrics` itself.
 
 **Why is this bad?** Keras 3 keeps `compiled_metrics` only as a shim with `update_state`, which warns that
-it is deprecated and forwards to `self.metrics`; anything else of the Keras 2 container (`.metrics`,
-`.reset_state()`, `.result()`) raises `AttributeError`.
+it is deprecated and updates every `Mean` metric of `self.metrics` with `y_pred`, the loss tracker among
+them: the loss `fit` reports becomes the mean prediction. Anything else of the Keras 2 container
+(`.metrics`, `.reset_state()`, `.result()`) raises `AttributeError`.
 
 **Example**
 ```python
@@ -152,7 +153,7 @@ for metric in self.metrics:
     metric.update_state(y, y_pred)
 return {m.name: m.result() for m in self.metrics}
 ```
-""", level="warning")
+""")
 
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
@@ -242,7 +243,8 @@ def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Iterator[Finding]:
     if not (isinstance(used, ast.Attribute) and used.value is node):
         return
     if used.attr == "update_state":
-        said = "is a Keras 3 shim that only forwards `update_state` to `self.metrics`, with a deprecation warning"
+        said = ("is a Keras 3 shim whose `update_state` feeds `y_pred` to every `Mean` metric, the loss tracker "
+                "among them, so the reported loss is wrong")
     else:
         said = f"in Keras 3 has only `update_state`, so `.{used.attr}` raises AttributeError"
     yield finding("keras2-compiled-metrics", node, f"`{ast.unparse(node)}` {said}")
