@@ -107,8 +107,10 @@ def fix_text(text: str, path: str, config: Config = Config()) -> Fixed:
             break
         done = _fix_round(result.after, path, fixable)
         if done is None:
-            result.warnings.append(f"{path}: {len(fixable)} fixes not applied: they would break the code; "
-                                   "please report it as a bug of tapelab lint")
+            n = len(fixable)
+            result.warnings.append(f"{path}: not fixed: the fix{'es' if n != 1 else ''} of {n} finding"
+                                   f"{'s' if n != 1 else ''} would make it stop parsing (a bug of tapelab lint: "
+                                   "please report it)")
             break
         result.after, applied = done
         result.fixed += applied
