@@ -165,21 +165,33 @@ def _unparsed(error: SyntaxError, path: str, cell: int | None = None) -> Finding
                    error.lineno or 1, max((error.offset or 1) - 1, 0), path, cell)
 
 
+def code_cells(notebook: dict) -> list[dict]:
+    """A notebook's code cells, in order (a finding's `cell` is a 1-based position in this list)."""
+    return [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (notebooks store it as a string or a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def cell_code(source: str) -> str:
+    """A cell's source as Python: IPython magic and shell lines blanked, line numbers kept."""
+    return "\n".join(("" if line.lstrip().startswith(("%", "!")) else line) for line in source.split("\n"))
+
+
 def _notebook(text: str, path: str) -> tuple[_Cells, list[Finding]]:
     cells, broken = _Cells(), []
-    code = [c for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
-    for position, cell in enumerate(code, start=1):
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
-        lines = [("" if line.lstrip().startswith(("%", "!")) else line) for line in source.split("\n")]
-        body = "\n".join(lines)
+    for position, cell in enumerate(code_cells(json.loads(text)), start=1):
+        body = cell_code(cell_source(cell))
         try:
             ast.parse(body)
         except SyntaxError as error:
             broken.append(_unparsed(error, path, position))
             continue
         cells.source += body + "\n"
-        cells.lines += [(position, number) for number in range(1, len(lines) + 1)]
+        cells.lines += [(position, number) for number in range(1, body.count("\n") + 2)]
     return cells, broken
 
 
@@ -187,14 +199,17 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 
 def _in_cells(finding: Finding, cells: _Cells) -> Finding:
-    """`finding` with its line, and every "line N" its message cites, mapped from the joined cells to a cell."""
+    """`finding` with its line, its edit's lines, and every "line N" its message cites, mapped from the joined
+    cells to a cell."""
     cell, line = cells.lines[finding.line - 1]
+    edit = finding.edit and replace(finding.edit, line=cells.lines[finding.edit.line - 1][1],
+                                    end_line=cells.lines[finding.edit.end_line - 1][1])
 
     def cite(match: re.Match) -> str:
         other, at = cells.lines[int(match.group(1)) - 1]
         return f"line {at}" if other == cell else f"cell {other}, line {at}"
 
-    return replace(finding, cell=cell, line=line, message=_LINE.sub(cite, finding.message))
+    return replace(finding, cell=cell, line=line, message=_LINE.sub(cite, finding.message), edit=edit)
 
 
 def lint_text(text: str, path: str, config: Config = Config()) -> tuple[list[Finding], list[str]]:
