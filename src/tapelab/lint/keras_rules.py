@@ -103,7 +103,8 @@ imported from an `optimizers` module) and `.lr` read or set on an optimizer (a n
 such a call, or an attribute named `optimizer`).
 
 **Why is this bad?** Keras 3 optimizers take and expose only `learning_rate`: `SGD(lr=0.1)` raises
-`ValueError: Argument(s) not recognized`, and `optimizer.lr` raises `AttributeError`.
+`ValueError: Argument(s) not recognized`, reading `optimizer.lr` raises `AttributeError`, and
+setting it adds a new attribute while the learning rate stays what it was.
 
 **Example**
 ```python
