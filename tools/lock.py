@@ -1,7 +1,9 @@
-"""Rebuild requirements.lock from the top-level pins in pyproject.toml.
+"""Rebuild requirements.lock from the top-level pins in pyproject.toml's extras.
 
-The lock has two sections: the course (what Binder installs; binder/requirements.txt is
-a copy of it) and the rest: the multi-machine grader (Dask, PostgreSQL driver) and the dev tools. Each is the `pip freeze` of a fresh virtual environment.
+The lock has two sections: the course (the `course` extra, what Binder installs; binder/requirements.txt is
+a copy of it) and the rest: the multi-machine grader (`cluster`: Dask, PostgreSQL driver) and the dev tools
+(`dev`). Each is the `pip freeze` of a fresh virtual environment. The base `dependencies` (empty: lint needs
+none) would go into both.
 """
 import re
 import subprocess
@@ -34,9 +36,9 @@ def _freeze(requirements: list[str]) -> dict[str, str]:
 
 def main() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    course = _freeze(project["dependencies"])
     extras = project["optional-dependencies"]
-    full = _freeze(project["dependencies"] + extras["cluster"] + extras["dev"])
+    course = _freeze(project["dependencies"] + extras["course"])
+    full = _freeze(project["dependencies"] + extras["course"] + extras["cluster"] + extras["dev"])
     drift = {k: (course[k], full[k]) for k in course if course[k] != full.get(k)}
     if drift:
         sys.exit(f"dev tools change course pins, adjust pyproject.toml: {drift}")

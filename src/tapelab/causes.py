@@ -266,10 +266,6 @@ _CATALOGUE = (
     Cause("ignored-step", "a step size other than the `h` passed in (a hard-coded or default step)",
           "Use the `h` argument in both evaluations and in the division: `(f(x + h) - f(x - h)) / (2 * h)`."),
     # tapelab lint: causes only the static rules establish
-    Cause("syntax-error", "the file (or notebook cell) does not parse as Python, so no rule could check it",
-          "Fix the syntax at the reported line; `python -m py_compile FILE` shows the same error."),
-    Cause("unreadable-file", "the file cannot be read as UTF-8 text, so no rule could check it",
-          "Make the file readable and save it as UTF-8, or `exclude` it in `[tool.tapelab.lint]`."),
     Cause("python-number-in-path", "`float()`, `int()` or `.item()` on the path from source to target",
           "Keep the value a tensor between the source and the target; convert to a Python number after `gradient`."),
     Cause("predict-in-tape", "`model.predict` inside the tape: it returns NumPy, so nothing is recorded",
@@ -280,6 +276,10 @@ _CATALOGUE = (
           "Write `learning_rate=` when you build the optimizer, and read or set `optimizer.learning_rate`."),
     Cause("keras2-legacy-optimizer", "a Keras 2 `optimizers.legacy` optimizer, which Keras 3 does not have",
           "Use the Keras 3 optimizer of the same name: `keras.optimizers.Adam(...)`."),
+    Cause("syntax-error", "code that Python cannot parse, so nothing in it can be checked",
+          "Fix the syntax error at the place named (run `python -m py_compile FILE` to see it as Python does)."),
+    Cause("unreadable-file", "a file that cannot be read as UTF-8 text, so nothing in it can be checked",
+          "Make the file readable and save it as UTF-8, or `exclude` it in `[tool.tapelab.lint]`."),
     Cause("keras2-get-updates", "the Keras 2 `optimizer.get_updates`, which Keras 3 optimizers no longer have",
           "Compute the gradients with a tape and apply them: `optimizer.apply_gradients(zip(grads, variables))`."),
     Cause("keras2-compiled-metrics", "the Keras 2 `compiled_metrics` container, which Keras 3 keeps only as an "

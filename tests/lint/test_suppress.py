@@ -85,10 +85,11 @@ def test_file_level_noqa_silences_the_whole_file(directive):
 
 
 @pytest.mark.parametrize("directive", ["# tapelab: noqa: TPL2", "# ruff: noqa: F401", "x = 1  # tapelab: noqa",
-                                       "x = 1  # ruff: noqa", "#flake8: noqa"])
+                                       "x = 1  # ruff: noqa", "#flake8: noqa", "# noqa"])
 def test_file_level_noqa_leaves_what_it_does_not_name(directive):
     """Are findings kept when the file-level form names other rules, shares its line with code, or is not
-    flake8's own spelling (`# flake8: noqa`)?"""
+    flake8's own spelling (`# flake8: noqa`), and does a bare `# noqa` on a line of its own silence only
+    that line?"""
     assert _numbers(f"{directive}\n{BUGGY}") == ["TPL101"]
 
 

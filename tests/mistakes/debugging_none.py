@@ -2,7 +2,8 @@
 from answers import Mistake
 
 _RIGHT = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-          "D": "state-change", "E": "not-trainable", "F": "outside-tape"}
+          "D": "state-change", "E": "not-trainable", "F": "outside-tape",
+          "G": "int-dtype", "H": "stop-gradient", "I": "replaced-by-tensor"}
 
 
 def _classify(**wrong):

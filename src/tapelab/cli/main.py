@@ -2,7 +2,8 @@
 
 Faults end in one paragraph on stderr naming what happened and what to do, never a Python traceback:
 a `tapelab.errors.UsageError` (an argument, a course folder, a gradebook, a roster) exits 2, an
-`InfraError` 1 (rerun), and `tapelab grade` adds its own statuses (see its --help).
+`InfraError` 1 (rerun), and `tapelab grade` adds its own statuses (see its --help). A verb whose packages
+are not installed (the base install is the linter alone) exits 2 naming the package and `tapelab[course]`.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from tapelab.errors import TapelabError
+from tapelab.errors import TapelabError, UsageError
 
 __all__ = ["VERBS", "build_parser", "main"]
 
@@ -47,9 +48,16 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv).parse_args(argv)
     try:
+        args = build_parser(argv).parse_args(argv)
         return args.run(args)
-    except TapelabError as error:
-        print(f"tapelab {args.command}: {error}", file=sys.stderr)
-        return error.exit_code
+    except ModuleNotFoundError as missing:  # the base install is `tapelab lint` alone
+        if missing.name is None or missing.name.partition(".")[0] == "tapelab":
+            raise  # a module of tapelab's own: a bug, not an install
+        error: TapelabError = UsageError(
+            f"needs the package `{missing.name}`, which is not installed: install the course's dependencies with "
+            "`pip install 'tapelab[course]'` (or `make venv` in a clone); `tapelab lint` alone needs none")
+    except TapelabError as caught:
+        error = caught
+    print(f"tapelab {_chosen(argv)}: {error}", file=sys.stderr)
+    return error.exit_code

@@ -51,13 +51,30 @@ _SNIPPETS: dict[str, tuple[str, str, dict[str, str]]] = {
         "not-watched": "`w` is a trainable `tf.Variable`, watched automatically. Where is `pred` computed?",
         "unrecorded-gradient": "No gradient is differentiated twice here. Where is `pred` computed?",
     }),
+    # G to I are graded by the hidden tests only: inputs the visible check never saw
+    "G": ("int-dtype", "`w` is created from the integer `3`, so it is an `int32` variable.", {
+        "not-watched": "`w` is a trainable `tf.Variable`, so the tape watches it: what is its dtype?",
+        "not-trainable": "Nothing here has `trainable=False`. Look at the value `w` was created from.",
+    }),
+    "H": ("stop-gradient", "the loss is built from `tf.stop_gradient(w)`.", {
+        "not-connected": "The loss is computed from `w` inside the tape. Which call on the path blocks "
+                         "gradients on purpose?",
+        "non-differentiable": "`tf.stop_gradient` is not an op without a gradient: it blocks the gradient "
+                              "by design, and has its own code.",
+    }),
+    "I": ("replaced-by-tensor", "`w = w + 1.0` rebinds the name `w` to a tensor before the tape opens.", {
+        "not-watched": "True, the tensor `w` is not watched, but why is `w` a tensor? Look at the line "
+                       "that rebinds it.",
+        "outside-tape": "The loss is computed inside the `with` block. What is `w` by then?",
+        "not-connected": "The loss uses `w`, but which `w`: the variable or what replaced it?",
+    }),
 }
 
 
 class NameTheCause(Exercise):
     number = "5.1"
     answer = "classify"
-    visible_cases = ("A", "B", "C", "D", "E", "F")  # every snippet the notebook shows: check() alone is trustworthy
+    visible_cases = ("A", "B", "C", "D", "E", "F")  # the hidden tests grade "G", "H", "I"
     praise = "you read each symptom and named the cause."
     hints = (
         "For each snippet, ask the checklist in order: is the source a trainable float variable, "

@@ -326,9 +326,11 @@ class FixKeras2Step(FitMatch):
     praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
     hints = (
         "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean squared "
-        "error yourself inside the tape.",
-        "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it with the loss "
-        "in `train_step` and list it in a `metrics` property.",
+        "error yourself inside the tape, `tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))`, and "
+        "differentiate `self.optimizer.scale_loss(loss)` so that a `mixed_float16` run is scaled too.",
+        "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it in "
+        "`train_step` with `update_state(loss, sample_weight=tf.shape(x)[0])` (a smaller last batch counts by "
+        "its rows, as `fit` counts it) and list it in a `metrics` property.",
         "`train_step` returns `{\"loss\": self.loss_tracker.result()}`; the `metrics` property returns "
         "`[self.loss_tracker]` so that `fit` resets it every epoch.",
     )

@@ -44,7 +44,7 @@ class SeveralGradients(_TapeExercise):
     number = "4.1"
     answer = "several_gradients"
     visible_cases = ((1.0, -0.5),)
-    praise = "one persistent tape answered two `gradient` calls from a single recording."
+    praise = "two gradients from a single forward pass, and no tape left holding its record."
     hints = (
         "A tape normally answers one `gradient` call. Which argument of `tf.GradientTape` lets it answer more?",
         "Open `tf.GradientTape(persistent=True)`, call `tape.watch(x)` (x is a constant), then compute "

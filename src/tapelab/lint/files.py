@@ -180,11 +180,27 @@ class _Cells:
     lines: list[tuple[int, int]] = field(default_factory=list)  # module line -> (cell position, line in cell)
 
 
-def _unparsed(what: str, error: ValueError, path: str, cell: int | None = None) -> Finding:
+def _unparsed(what: str, error: SyntaxError | json.JSONDecodeError, path: str, cell: int | None = None) -> Finding:
     """TPL001 at the line and column of `error` (a SyntaxError, or the JSONDecodeError of a notebook)."""
     column = getattr(error, "offset", None) or getattr(error, "colno", None) or 1
     return Finding(SYNTAX_ERROR.number, SYNTAX_ERROR.code, f"the {what} does not parse ({error.msg}), so no rule "
                    "checked it", error.lineno or 1, column - 1, path, cell)
+
+
+def code_cells(notebook: dict) -> list[dict]:
+    """A notebook's code cells, in order (a finding's `cell` is a 1-based position in this list)."""
+    return [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (notebooks store it as a string or a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def cell_code(source: str) -> str:
+    """A cell's source as Python: IPython magic and shell lines blanked, line numbers kept."""
+    return "\n".join(("" if line.lstrip().startswith(("%", "!")) else line) for line in source.split("\n"))
 
 
 def _notebook(text: str, path: str) -> tuple[_Cells, list[Finding]]:
@@ -195,20 +211,15 @@ def _notebook(text: str, path: str) -> tuple[_Cells, list[Finding]]:
         book = json.loads(text)
     except json.JSONDecodeError as error:
         return cells, [_unparsed("notebook's JSON", error, path)]
-    code = [c for c in (book.get("cells", []) if isinstance(book, dict) else [])
-            if isinstance(c, dict) and c.get("cell_type") == "code"]
-    for position, cell in enumerate(code, start=1):
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
-        lines = [("" if line.lstrip().startswith(("%", "!")) else line) for line in source.split("\n")]
-        body = "\n".join(lines)
+    for position, cell in enumerate(code_cells(book), start=1):
+        body = cell_code(cell_source(cell))
         try:
             ast.parse(body)
         except SyntaxError as error:
             broken.append(_unparsed("cell", error, path, position))
             continue
         cells.source += body + "\n"
-        cells.lines += [(position, number) for number in range(1, len(lines) + 1)]
+        cells.lines += [(position, number) for number in range(1, body.count("\n") + 2)]
     return cells, broken
 
 
@@ -216,14 +227,17 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 
 def _in_cells(finding: Finding, cells: _Cells) -> Finding:
-    """`finding` with its line, and every "line N" its message cites, mapped from the joined cells to a cell."""
+    """`finding` with its line, its edit's lines, and every "line N" its message cites, mapped from the joined
+    cells to a cell."""
     cell, line = cells.lines[finding.line - 1]
+    edit = finding.edit and replace(finding.edit, line=cells.lines[finding.edit.line - 1][1],
+                                    end_line=cells.lines[finding.edit.end_line - 1][1])
 
     def cite(match: re.Match) -> str:
         other, at = cells.lines[int(match.group(1)) - 1]
         return f"line {at}" if other == cell else f"cell {other}, line {at}"
 
-    return replace(finding, cell=cell, line=line, message=_LINE.sub(cite, finding.message))
+    return replace(finding, cell=cell, line=line, message=_LINE.sub(cite, finding.message), edit=edit)
 
 
 def lint_text(text: str, path: str, config: Config = Config()) -> tuple[list[Finding], list[str]]:

@@ -5,13 +5,18 @@ These rules are about code written against Keras 3's public API. A module that i
 right; a module that imports Keras's private implementation (`keras.src`) is Keras itself, which defines
 these names as shims, or code tied to one exact Keras build. Neither is checked: the rules cannot tell which
 Keras such code means, so they stay silent rather than report a Keras 3 mistake that may not be one.
+
+A finding carries an edit (`tapelab lint --fix`) only where the rewrite means the same to Keras: a renamed
+`lr`, `reset_states`, or a legacy optimizer whose Keras 3 namesake takes the same arguments, on an object
+that comes from Keras (a constructor imported from `keras` or `tensorflow`; a receiver known by its name
+only, such as `self.optimizer`, in a module that imports one of them).
 """
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.model import Finding, checker, define, finding
+from tapelab.lint.model import Edit, Finding, checker, define, finding
 from tapelab.lint.tapes import dotted
 from tapelab.lint.uses import Uses
 
@@ -98,7 +103,8 @@ imported from an `optimizers` module) and `.lr` read or set on an optimizer (a n
 such a call, or an attribute named `optimizer`).
 
 **Why is this bad?** Keras 3 optimizers take and expose only `learning_rate`: `SGD(lr=0.1)` raises
-`ValueError: Argument(s) not recognized`, and `optimizer.lr` raises `AttributeError`.
+`ValueError: Argument(s) not recognized`, reading `optimizer.lr` raises `AttributeError`, and
+setting it adds a new attribute while the learning rate stays what it was.
 
 **Example**
 ```python
@@ -137,8 +143,9 @@ define("TPL207", "keras2-compiled-metrics", """
 in a module that does not define `compiled_metrics` itself.
 
 **Why is this bad?** Keras 3 keeps `compiled_metrics` only as a shim with `update_state`, which warns that
-it is deprecated and forwards to `self.metrics`; anything else of the Keras 2 container (`.metrics`,
-`.reset_state()`, `.result()`) raises `AttributeError`.
+it is deprecated and updates every `Mean` metric of `self.metrics` with `y_pred`, the loss tracker among
+them: the loss `fit` reports becomes the mean prediction. Anything else of the Keras 2 container
+(`.metrics`, `.reset_state()`, `.result()`) raises `AttributeError`.
 
 **Example**
 ```python
@@ -152,7 +159,7 @@ for metric in self.metrics:
     metric.update_state(y, y_pred)
 return {m.name: m.result() for m in self.metrics}
 ```
-""", level="warning")
+""")
 
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
@@ -188,11 +195,16 @@ def _metric_loop_names(tree: ast.Module) -> set[str]:
     return names
 
 
+def _legacy_module(node: ast.AST) -> bool:
+    """Whether `node` is `<...>.optimizers.legacy`."""
+    return isinstance(node, ast.Attribute) and node.attr == "legacy" and (dotted(node.value) or "").endswith(
+        "optimizers")
+
+
 def _legacy(node: ast.AST, uses: Uses) -> bool:
     """A reference to `optimizers.legacy` that breaks when run (built, subclassed, handed on): see `uses`."""
     if isinstance(node, ast.Attribute):
-        return node.attr == "legacy" and (dotted(node.value) or "").endswith("optimizers") and uses.breaks(
-            uses.chain(node))
+        return _legacy_module(node) and uses.breaks(uses.chain(node))
     if isinstance(node, ast.ImportFrom) and node.module:
         parts = node.module.split(".")
         legacy = "optimizers.legacy" in node.module or (parts[-1] == "optimizers" and any(
@@ -217,23 +229,87 @@ def _optimizer_classes(tree: ast.Module) -> set[str]:
             and (node.module or "").split(".")[-1] == "optimizers" for a in node.names}
 
 
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted path it was imported as (`import tensorflow as tf`: `tf` -> `tensorflow`)."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2 for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.update((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
+    return names
+
+
+_KERAS = ("keras", "tensorflow")
+
+
+def _from_keras(path: str, imported: dict[str, str]) -> bool:
+    """Whether the dotted `path` starts at a name imported from `keras` or `tensorflow`."""
+    return imported.get(path.split(".")[0], "").split(".")[0] in _KERAS
+
+
+def _rename_end(node: ast.AST, old: str, new: str) -> Edit:
+    """An edit of the name `old` that ends `node` (the attribute of `a.old`) into `new`."""
+    return Edit(node.end_lineno, node.end_col_offset - len(old), node.end_lineno, node.end_col_offset, new)
+
+
 def _builds_optimizer(call: ast.Call, classes: set[str]) -> bool:
     parts = (dotted(call.func) or "").split(".")
     return (len(parts) >= 2 and parts[-2] == "optimizers") or (len(parts) == 1 and parts[0] in classes)
 
 
-def _lr_findings(tree: ast.Module, optimizers: set[str]) -> Iterator[Finding]:
+def _lr_findings(tree: ast.Module, optimizers: set[str], imported: dict[str, str],
+                 keras_module: bool) -> Iterator[Finding]:
     classes = _optimizer_classes(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _builds_optimizer(node, classes):
+            renamable = _from_keras(dotted(node.func), imported) and not any(
+                k.arg == "learning_rate" for k in node.keywords)
             for keyword in (k for k in node.keywords if k.arg == "lr"):
+                edit = Edit(keyword.lineno, keyword.col_offset, keyword.lineno, keyword.col_offset + len("lr"),
+                            "learning_rate") if renamable else None
                 yield finding("keras2-lr", keyword, f"`{dotted(node.func)}(lr=...)`: Keras 3 optimizers take "
-                              "`learning_rate=`, and raise on `lr`")
+                              "`learning_rate=`, and raise on `lr`", edit)
         elif isinstance(node, ast.Attribute) and node.attr == "lr":
             receiver = dotted(node.value) or ""
             if receiver in optimizers or receiver.split(".")[-1] == "optimizer":
                 yield finding("keras2-lr", node, f"`{receiver}.lr`: a Keras 3 optimizer has `learning_rate`, "
-                              "not `lr`")
+                              "not `lr`", _rename_end(node, "lr", "learning_rate") if keras_module else None)
+
+
+# Legacy optimizers whose Keras 3 namesake takes the same leading parameters, in this order, with the same
+# defaults (after them the legacy `name` meets Keras 3's `weight_decay`, so later positions differ).
+_SAME_IN_KERAS3 = {
+    "Adam": ("learning_rate", "beta_1", "beta_2", "epsilon", "amsgrad"),
+    "SGD": ("learning_rate", "momentum", "nesterov"),
+    "RMSprop": ("learning_rate", "rho", "momentum", "epsilon", "centered"),
+    "Adagrad": ("learning_rate", "initial_accumulator_value", "epsilon"),
+    "Adadelta": ("learning_rate", "rho", "epsilon"),
+    "Adamax": ("learning_rate", "beta_1", "beta_2", "epsilon"),
+    "Nadam": ("learning_rate", "beta_1", "beta_2", "epsilon"),
+    "Ftrl": ("learning_rate", "learning_rate_power", "initial_accumulator_value", "l1_regularization_strength",
+             "l2_regularization_strength"),
+}
+_BOTH_KEYWORDS = frozenset({"name", "clipnorm", "clipvalue", "global_clipnorm", "lr"})  # `lr`: TPL205 renames it
+
+
+def _legacy_edits(tree: ast.Module, imported: dict[str, str]) -> dict[int, Edit]:
+    """id of each `<...>.optimizers.legacy` node -> the edit dropping `.legacy`, where it is called as a
+    constructor Keras 3 has the same (not `decay=`, which Keras 3 ignores, nor a base class to subclass)."""
+    edits = {}
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and _legacy_module(func.value) and func.attr in _SAME_IN_KERAS3
+                and _from_keras(dotted(func) or "", imported)):
+            continue
+        keywords = {k.arg for k in node.keywords}
+        if len(node.args) <= len(_SAME_IN_KERAS3[func.attr]) and not any(
+                isinstance(a, ast.Starred) for a in node.args) and keywords <= _BOTH_KEYWORDS | set(
+                _SAME_IN_KERAS3[func.attr]):
+            package = func.value.value
+            edits[id(func.value)] = Edit(package.end_lineno, package.end_col_offset, func.value.end_lineno,
+                                         func.value.end_col_offset, "")
+    return edits
 
 
 def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Iterator[Finding]:
@@ -242,7 +318,8 @@ def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Iterator[Finding]:
     if not (isinstance(used, ast.Attribute) and used.value is node):
         return
     if used.attr == "update_state":
-        said = "is a Keras 3 shim that only forwards `update_state` to `self.metrics`, with a deprecation warning"
+        said = ("is a Keras 3 shim whose `update_state` feeds `y_pred` to every `Mean` metric, the loss tracker "
+                "among them, so the reported loss is wrong")
     else:
         said = f"in Keras 3 has only `update_state`, so `.{used.attr}` raises AttributeError"
     yield finding("keras2-compiled-metrics", node, f"`{ast.unparse(node)}` {said}")
@@ -254,14 +331,16 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
     if not _keras3_client(tree):
         return
     metrics = _made_by(tree, "metrics") | _metric_loop_names(tree)
-    optimizers = _made_by(tree, "optimizers")
+    optimizers, imported = _made_by(tree, "optimizers"), _imported(tree)
+    keras_module = any(path.split(".")[0] in _KERAS for path in imported.values())
+    legacy_edits = _legacy_edits(tree, imported)
     own = {name for name in ("compiled_loss", "compiled_metrics") if _defines(tree, name)}
     uses = Uses(tree)
-    yield from _lr_findings(tree, optimizers)
+    yield from _lr_findings(tree, optimizers, imported, keras_module)
     for node in ast.walk(tree):
         if _legacy(node, uses):
             yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
-                          "no legacy optimizers, and building one raises ImportError")
+                          "no legacy optimizers, and building one raises ImportError", legacy_edits.get(id(node)))
         if isinstance(node, ast.Attribute) and node.attr == "compiled_metrics" and "compiled_metrics" not in own \
                 and isinstance(node.ctx, ast.Load):
             yield from _compiled_metrics(node, uses)
@@ -273,8 +352,10 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
             yield finding("keras2-compiled-loss", node, f"`{ast.unparse(node.func)}` is the Keras 2 loss "
                           "container; Keras 3 asks `compute_loss`")
         elif method == "reset_states" and receiver in metrics:
+            edit = _rename_end(node.func, "reset_states", "reset_state") if keras_module and not (
+                node.args or node.keywords) else None
             yield finding("keras2-reset-states", node, f"`{receiver}` is a Keras metric: Keras 3 metrics have "
-                          "`reset_state()`, not `reset_states()`")
+                          "`reset_state()`, not `reset_states()`", edit)
         elif method in ("get_gradients", "get_updates") and optimizer:
             yield finding(f"keras2-{method.replace('_', '-')}", node, f"`{receiver}.{method}` is Keras 2 only: "
                           "compute gradients with a tape" + (" and apply them with `apply_gradients`"

@@ -18,15 +18,28 @@ from dataclasses import dataclass
 from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
-__all__ = ["Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule", "rules_named",
-           "finding", "UnknownRule"]
+__all__ = ["Edit", "Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule",
+           "rules_named", "finding", "UnknownRule"]
 
 LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text from `line`/`col` to `end_line`/`end_col` by `text`: positions as `ast` gives them
+    (1-based lines, 0-based columns counted in UTF-8 bytes), in the cell's own lines inside a notebook."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One pitfall at `line`/`col` (1-based line, 0-based column) of `path`; `cell` is set for notebooks."""
+    """One pitfall at `line`/`col` (1-based line, 0-based column) of `path`; `cell` is set for notebooks.
+    `edit` is the mechanical fix `tapelab lint --fix` applies, when the rule knows one that is safe."""
 
     number: str
     code: str
@@ -35,6 +48,7 @@ class Finding:
     col: int = 0
     path: str = "<string>"
     cell: int | None = None  # 1-based position among a notebook's code cells
+    edit: Edit | None = None
 
     @property
     def fix(self) -> str:
@@ -121,6 +135,7 @@ def rules_named(values: Iterable[str]) -> frozenset[str]:
     return frozenset(chosen)
 
 
-def finding(code: str, node: ast.AST, message: str) -> Finding:
-    """A finding of rule `code` at `node` (path and cell are filled in by the caller)."""
-    return Finding(RULES[code].number, code, message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0))
+def finding(code: str, node: ast.AST, message: str, edit: Edit | None = None) -> Finding:
+    """A finding of rule `code` at `node`, fixed by `edit` if given (path and cell are filled in by the caller)."""
+    return Finding(RULES[code].number, code, message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0),
+                   edit=edit)

@@ -64,8 +64,12 @@ def _cell(f: Finding) -> str:
 
 
 def _text(findings: list[Finding]) -> str:
-    lines = [f"{f.where()}: {f.number} [{f.code}] {f.level}: {f.message}. Fix: {f.fix}" for f in findings]
+    lines = [f"{f.where()}: {f.number}{' [*]' if f.edit else ''} [{f.code}] {f.level}: {f.message}. Fix: {f.fix}"
+             for f in findings]
     lines.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
+    fixable = sum(f.edit is not None for f in findings)
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with `tapelab lint --fix`")
     return "\n".join(lines)
 
 
