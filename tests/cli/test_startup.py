@@ -14,21 +14,34 @@ from tapelab.lint import RULES, find_rule
 
 HEAVY = ("tensorflow", "keras", "numpy", "nbgrader", "nbconvert", "nbformat", "jsonschema", "sqlalchemy", "IPython",
          "dask", "tapelab.grading", "tapelab.checker", "tapelab.diagnose")
+# What `tapelab lint` may load beyond the standard library: the package face, the two verb-table modules, and
+# the linter with the two modules of tapelab it imports (tests/test_layers.py).
+LINT_MODULES = {"tapelab", "tapelab.lazy", "tapelab.cli", "tapelab.cli.main", "tapelab.cli.lint", "tapelab.causes",
+                "tapelab.errors", "tapelab.lint"}
 PROBE = """
-import json, sys
+import sys
+before = set(sys.modules)
+import json
 from tapelab.cli import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as stop:
     code = stop.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "new": sorted(set(sys.modules) - before)}),
+      file=sys.stderr)
 """
+
+
+def _probe(*args: str) -> dict:
+    """`tapelab ARGS` in a fresh interpreter: its exit status ("code"), every module in sys.modules afterwards
+    ("modules") and those the interpreter had not loaded before tapelab ran ("new")."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stderr.strip().splitlines()[-1])
 
 
 def _loaded(*args: str) -> tuple[int, list[str]]:
     """(exit status, every module in sys.modules afterwards) of `tapelab ARGS` in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120)
-    report = json.loads(done.stderr.strip().splitlines()[-1])
+    report = _probe(*args)
     return report["code"], report["modules"]
 
 
@@ -49,6 +62,17 @@ def test_light_commands_import_no_heavy_package(args, lint_target):
     assert code == (1 if args == ["lint", "LINT_TARGET"] else 0)  # the file's finding exits 1
     heavy = [m for m in modules if m in HEAVY or m.startswith(tuple(f"{h}." for h in HEAVY))]
     assert heavy == []
+
+
+@pytest.mark.parametrize("fmt", ["text", "sarif"])
+def test_lint_file_loads_only_the_standard_library_and_the_linter(fmt, lint_target):
+    """Is every module `tapelab lint FILE` loads (text or SARIF) a standard library module, or the linter and
+    what it imports of tapelab: no third-party package at all, heavy or not?"""
+    report = _probe("lint", "--format", fmt, str(lint_target))
+    assert report["code"] == 1
+    other = [m for m in report["new"] if m.split(".")[0] not in sys.stdlib_module_names and m not in LINT_MODULES
+             and not m.startswith("tapelab.lint.")]
+    assert other == []
 
 
 def test_help_imports_no_verb_module():

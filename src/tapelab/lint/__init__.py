@@ -14,11 +14,9 @@ nbgrader (tests/test_layers.py).
 """
 from __future__ import annotations
 
-import inspect
 import os
 import textwrap
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from tapelab.lint import keras_rules, path_rules, tape_rules  # noqa: F401  (registers the rules)
@@ -31,6 +29,8 @@ __all__ = ["Finding", "Rule", "RULES", "Config", "find_rule", "lint_tree", "lint
 
 def lint_function(function: Callable) -> list[Finding]:
     """Findings in one function's source (empty when its source cannot be read, e.g. a builtin)."""
+    import inspect  # here: `tapelab lint` never needs it
+
     try:
         source = textwrap.dedent(inspect.getsource(function))
     except (OSError, TypeError):
@@ -53,6 +53,8 @@ def lint_paths(paths: Iterable[Path], config: Config = Config(),
     if jobs == 1 or len(files) < 16:
         results = [lint_file(f, config) for f in files]
     else:
+        from concurrent.futures import ProcessPoolExecutor  # here: a few files need no pool
+
         with ProcessPoolExecutor(jobs) as pool:
             results = list(pool.map(_one, [(f, config) for f in files], chunksize=32))
     findings = [f for found, _ in results for f in found]

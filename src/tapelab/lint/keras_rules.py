@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterator
 
 from tapelab.lint.model import Edit, Finding, checker, define, finding
-from tapelab.lint.tapes import dotted
+from tapelab.lint.tapes import dotted, nodes
 from tapelab.lint.uses import Uses
 
 __all__ = ["check_keras"]
@@ -166,7 +166,7 @@ _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
 def _keras3_client(tree: ast.Module) -> bool:
     """False when the module imports Keras 2 or Keras's own implementation (see the module docstring)."""
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
         if isinstance(node, ast.ImportFrom):  # `from package.internal import tf_keras`: a Keras 2 shim by name
@@ -179,7 +179,7 @@ def _keras3_client(tree: ast.Module) -> bool:
 def _made_by(tree: ast.Module, module: str) -> set[str]:
     """Names and attributes assigned from a call of `<...>.<module>.<Class>(...)`, e.g. `keras.metrics.Mean()`."""
     made = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             parts = (dotted(node.value.func) or "").split(".")
             if len(parts) >= 2 and parts[-2] == module:
@@ -189,7 +189,7 @@ def _made_by(tree: ast.Module, module: str) -> set[str]:
 
 def _metric_loop_names(tree: ast.Module) -> set[str]:
     names = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.For, ast.comprehension)) and (dotted(node.iter) or "").endswith(".metrics"):
             names.update(d for d in [dotted(node.target)] if d)
     return names
@@ -220,19 +220,19 @@ def _defines(tree: ast.Module, name: str) -> bool:
     """Whether the module defines `name` itself (a method, or an attribute it sets), so a call of it is not
     Keras's: `def compiled_loss(...)`, `self.compiled_loss = ...`."""
     return any((isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name) or (
-        isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Store)) for n in ast.walk(tree))
+        isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Store)) for n in nodes(tree))
 
 
 def _optimizer_classes(tree: ast.Module) -> set[str]:
     """Names imported from an `optimizers` module (`from keras.optimizers import Adam`)."""
-    return {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    return {a.asname or a.name for node in nodes(tree) if isinstance(node, ast.ImportFrom)
             and (node.module or "").split(".")[-1] == "optimizers" for a in node.names}
 
 
 def _imported(tree: ast.Module) -> dict[str, str]:
     """Local name -> the dotted path it was imported as (`import tensorflow as tf`: `tf` -> `tensorflow`)."""
     names = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Import):
             names.update((a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2 for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -261,7 +261,7 @@ def _builds_optimizer(call: ast.Call, classes: set[str]) -> bool:
 def _lr_findings(tree: ast.Module, optimizers: set[str], imported: dict[str, str],
                  keras_module: bool) -> Iterator[Finding]:
     classes = _optimizer_classes(tree)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Call) and _builds_optimizer(node, classes):
             renamable = _from_keras(dotted(node.func), imported) and not any(
                 k.arg == "learning_rate" for k in node.keywords)
@@ -297,7 +297,7 @@ def _legacy_edits(tree: ast.Module, imported: dict[str, str]) -> dict[int, Edit]
     """id of each `<...>.optimizers.legacy` node -> the edit dropping `.legacy`, where it is called as a
     constructor Keras 3 has the same (not `decay=`, which Keras 3 ignores, nor a base class to subclass)."""
     edits = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         func = node.func if isinstance(node, ast.Call) else None
         if not (isinstance(func, ast.Attribute) and _legacy_module(func.value) and func.attr in _SAME_IN_KERAS3
                 and _from_keras(dotted(func) or "", imported)):
@@ -337,7 +337,7 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
     own = {name for name in ("compiled_loss", "compiled_metrics") if _defines(tree, name)}
     uses = Uses(tree)
     yield from _lr_findings(tree, optimizers, imported, keras_module)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if _legacy(node, uses):
             yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
                           "no legacy optimizers, and building one raises ImportError", legacy_edits.get(id(node)))

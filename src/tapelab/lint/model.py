@@ -12,13 +12,14 @@ gradient, on Keras 3 / TF 2.21), "warning" for a hazard (memory kept alive, a de
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
-__all__ = ["Edit", "Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "define", "checker", "find_rule",
+__all__ = ["Edit", "Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "Gate", "define", "checker", "find_rule",
            "rules_named", "finding", "UnknownRule"]
 
 LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
@@ -88,7 +89,7 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}  # cause code -> rule, in definition order
-CHECKERS: list[tuple[tuple[str, ...], Callable[[ast.Module], Iterator[Finding]]]] = []
+CHECKERS: list[tuple[Gate, Callable[[ast.Module], Iterator[Finding]]]] = []
 
 
 def define(number: str, code: str, doc: str, level: str = "error") -> Rule:
@@ -103,11 +104,24 @@ def define(number: str, code: str, doc: str, level: str = "error") -> Rule:
     return RULES[code]
 
 
+class Gate:
+    """Whether a source holds one of a checker's names as a whole word (`lr`, not the `lr` of `url`), tested on
+    the text before anything is parsed: a file that never names `GradientTape` has no tape to analyse. `in`
+    finds a candidate; the pattern confirms that no identifier character touches it (it starts with the name,
+    so `re` looks for it as fast as `in`, and looks behind it once found)."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self._patterns = [(name, re.compile(rf"{re.escape(name)}(?<!\w{re.escape(name)})(?!\w)")) for name in names]
+
+    def __call__(self, source: str) -> bool:
+        return any(name in source and pattern.search(source) for name, pattern in self._patterns)
+
+
 def checker(*needs: str) -> Callable:
-    """Register a family's checker, run only on sources holding one of the names in `needs` (a cheap gate:
-    a file that never says `GradientTape` has no tape to analyse)."""
+    """Register a family's checker, run only on sources that name one of `needs` (see `Gate`)."""
     def register(check: Callable[[ast.Module], Iterator[Finding]]) -> Callable[[ast.Module], Iterator[Finding]]:
-        CHECKERS.append((needs, check))
+        CHECKERS.append((Gate(needs), check))
         return check
     return register
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from importlib import metadata
 from pathlib import Path, PurePath
 from urllib.parse import quote
 
@@ -37,6 +36,8 @@ def about() -> tuple[str | None, str | None]:
         project = tomllib.loads(_PYPROJECT.read_text(encoding="utf-8")).get("project", {})
         if project.get("name") == "tapelab":
             return project.get("version"), _lint_docs(project.get("urls", {}).get("Documentation"))
+    from importlib import metadata  # here: only SARIF says the version
+
     try:
         meta = metadata.metadata("tapelab")
     except metadata.PackageNotFoundError:

@@ -6,13 +6,21 @@ Python binds them.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["Scope", "Tape", "Call", "scopes", "statements", "dotted", "flag", "calls_in", "GRADIENT_METHODS"]
+__all__ = ["Scope", "Tape", "Call", "scopes", "statements", "dotted", "flag", "calls_in", "nodes", "GRADIENT_METHODS"]
 
 GRADIENT_METHODS = frozenset({"gradient", "jacobian", "batch_jacobian"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+@functools.lru_cache(maxsize=1)
+def nodes(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """Every node of the module `tree`, in `ast.walk`'s order, walked once however many rules and helpers go
+    over the module (the cache holds the last module linted)."""
+    return tuple(ast.walk(tree))
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -159,6 +167,6 @@ def _own_calls(stmt: ast.stmt) -> Iterator[ast.Call]:
 def scopes(tree: ast.Module) -> Iterator[Scope]:
     """The module body and every function body in it, each as a scope with its tapes."""
     yield _scope(tree, tree.body)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield _scope(node, node.body)

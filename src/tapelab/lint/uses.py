@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from tapelab.lint.tapes import nodes
+
 __all__ = ["Uses"]
 
 _WRAPPERS = (ast.Tuple, ast.Subscript, ast.BinOp, ast.Starred)  # `(A, B)`, `List[A]`, `A | B`, `*A`
@@ -23,7 +25,7 @@ class Uses:
     def __init__(self, tree: ast.Module):
         self.parents: dict[int, ast.AST] = {}
         self.loads: dict[str, list[ast.Name]] = {}
-        for node in ast.walk(tree):
+        for node in nodes(tree):
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
