@@ -50,10 +50,10 @@ def _code_digest() -> str:
 
 
 def _dependencies() -> list[str]:
-    """tapelab's own pins and the cluster extra's (not the dev tools)."""
+    """The course extra's pins and the cluster extra's (not the dev tools)."""
     names = set()
     for requirement in metadata.requires("tapelab") or []:
-        if "extra ==" in requirement and "cluster" not in requirement:
+        if "extra ==" in requirement and not any(f'"{extra}"' in requirement for extra in ("course", "cluster")):
             continue
         names.add(re.split(r"[\s=<>!~;\[]", requirement, maxsplit=1)[0])
     return sorted(names)
