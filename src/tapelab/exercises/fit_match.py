@@ -135,13 +135,15 @@ class UnscaledStep(keras.Model):
         return {"loss": loss}
 
 
-def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model):
-    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay."""
+def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
+    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay.
+    Keras's own step runs eagerly by default: the same numbers as a compiled `fit` (tests/exercises/
+    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once."""
     inputs = keras.Input((case.features,))
     model = model_class(inputs, keras.layers.Dense(1)(inputs))
     model.set_weights(weights)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
-                  metrics=list(case.metrics) or None, jit_compile=False)
+                  metrics=list(case.metrics) or None, jit_compile=False, run_eagerly=run_eagerly)
     starts: list[list[np.ndarray]] = []
     recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
     history = model.fit(case.batches(), epochs=3, verbose=0, shuffle=False, callbacks=[recorder]).history

@@ -1,0 +1,48 @@
+"""The reference `fit` that exercises 6.1 and 6.2 compare a student's step with runs Keras's step eagerly (no
+graph to trace for a model used once): on every case the notebook checks, visible and hidden, it must give
+the numbers a compiled `fit` gives."""
+import ast
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tapelab.exercises.fit_match import FitCase, _baseline, dtype_policy
+from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
+from tapelab.grading.hidden import split
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "06_fit_vs_custom.ipynb"
+
+
+def _hidden_cases(grade_id: str) -> list[FitCase]:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells
+                  if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+    call = ast.parse(split(source)[1]).body[0].value
+    return [FitCase(*case) for case in ast.literal_eval(next(k.value for k in call.keywords if k.arg == "cases"))]
+
+
+CASES = sorted({*ex6_1.visible_cases, *ex6_2.visible_cases, *_hidden_cases("ex6_1_test"),
+                *_hidden_cases("ex6_2_test")}, key=repr)
+
+
+def test_the_hidden_cases_are_read():
+    assert len(_hidden_cases("ex6_1_test")) == 3 and len(_hidden_cases("ex6_2_test")) == 3
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.describe())
+def test_eager_reference_matches_a_compiled_fit(case):
+    rng = np.random.default_rng(case.seed)
+    weights = [rng.normal(size=(case.features, 1)).astype(np.float32), rng.normal(size=(1,)).astype(np.float32)]
+    with dtype_policy(case.policy):
+        eager = _baseline(weights, case)
+        compiled = _baseline(weights, case, run_eagerly=False)
+    (history, final, replay), (want_history, want_final, want_replay) = eager, compiled
+    assert sorted(history) == sorted(want_history)
+    for key in want_history:
+        np.testing.assert_allclose(history[key], want_history[key], rtol=1e-6, atol=1e-7, err_msg=key)
+    for got, want in zip(final, want_final):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for key in want_replay:
+        np.testing.assert_allclose(replay[key], want_replay[key], rtol=1e-6, atol=1e-7, err_msg=key)
