@@ -42,13 +42,17 @@ def test_markdown_before_every_code_cell(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_exercises_are_complete(name):
-    """Has each exercise a heading, one answer cell, and a locked test cell with points, visible and hidden tests?"""
+    """Has each exercise a heading, one answer cell, and a locked test cell with points, visible and hidden tests?
+    An exercise's text may run over several markdown cells (each under ~150 words) before its answer cell."""
     cells = _cells(name)
     answers = [i for i, c in enumerate(cells) if _meta(c).get("solution")]
     assert len(answers) >= 4, "at least four graded exercises"
     for i in answers:
         ex = cells[i].metadata.nbgrader.grade_id.removesuffix("_answer")
-        heading = cells[i - 1].source
+        start = i  # the exercise's text: the markdown cells right before its answer cell
+        while start > 0 and cells[start - 1].cell_type == "markdown":
+            start -= 1
+        heading = "\n\n".join(cell.source for cell in cells[start:i])
         number = ex.removeprefix("ex").replace("_", ".")
         assert re.search(rf"^### Exercise {re.escape(number)}: ", heading, re.M), heading
         assert f"{ex}.hint()" in heading and (f"{ex}.solution()" in heading or "solution" in heading)
