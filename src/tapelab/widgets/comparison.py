@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.widgets.controls import BusyCue
-from tapelab.widgets.render import agg_figure, png_bytes
+from tapelab.widgets.render import agg_figure, show
 
 __all__ = ["CLIP_MODES", "ComparisonExplorer", "ComparisonModel", "ComparisonState", "clip"]
 
@@ -152,6 +152,18 @@ def _readout(state: ComparisonState) -> str:
             f"{state.unclipped_losses[-1]:.4f}; {verdict}{effect}.")
 
 
+def _alt(state: ComparisonState) -> str:
+    setting = "no clipping" if state.mode == "none" else f"{state.mode}={state.threshold:g}"
+    return (f"Left: the loss per epoch over {len(state.fit_losses)} epochs with {setting}, ending at "
+            f"{state.fit_losses[-1]:.4f} with fit, {state.custom_losses[-1]:.4f} with the tape loop and "
+            f"{state.unclipped_losses[-1]:.4f} with fit unclipped. Right: the first gradient (w1, w2, b), "
+            f"{_vector(state.grad_before)} before clipping and {_vector(state.grad_after)} after.")
+
+
+def _vector(values: np.ndarray) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
+
+
 class ComparisonExplorer:
     """Dropdown of clipping modes, threshold slider, readout, and a two-panel plot; shows itself in a cell.
 
@@ -223,7 +235,7 @@ class ComparisonExplorer:
         extent = float(np.abs(state.grad_before).max()) * 1.15
         self._grad_axes.set_ylim(-extent, extent)
         self.readout.value = _readout(state)
-        self.image.value = png_bytes(self.figure)
+        show(self.image, self.figure, _alt(state))
         return state
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:

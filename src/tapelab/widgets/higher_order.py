@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.widgets.controls import function_controls
-from tapelab.widgets.render import agg_figure, png_bytes
+from tapelab.widgets.render import agg_figure, show
 
 __all__ = ["HigherOrderExplorer", "HigherOrderModel", "HigherOrderState", "TapeMemoryModel", "TapeMemoryView"]
 
@@ -134,7 +134,10 @@ class HigherOrderExplorer:
             point.set_data([state.x], [value])
         self._marker.set_xdata([state.x, state.x])
         self.readout.value = _readout(state)
-        self.image.value = png_bytes(self.figure)
+        lo, hi = self.model.domain
+        show(self.image, self.figure, f"Curves of {name} and of its first and second derivatives for x from "
+             f"{lo:g} to {hi:g}, marked at x = {state.x:.2f}: f = {state.f:.4f}, f′ = {state.df:.4f}, "
+             f"f″ = {state.d2f:.4f}.")
         return state
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:
@@ -246,7 +249,8 @@ class TapeMemoryView:
                               + ("Press <code>del tape</code> to release them." if live else
                                  "Move the slider to record a new tape."))
         self.button.disabled = not self.model.tape_alive
-        self.image.value = png_bytes(self.figure)
+        show(self.image, self.figure, f"One bar per recorded step, {self.model.recorded} in all: the tape is "
+             f"{state} and {live} of the intermediates are in memory.")
         return live
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["agg_figure", "png_bytes"]
+__all__ = ["agg_figure", "png_bytes", "show"]
 
 
 def agg_figure(**kwargs: Any) -> Figure:
@@ -25,3 +25,11 @@ def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})  # no version stamp
     return buffer.getvalue()
+
+
+def show(image: Any, fig: Figure, alt: str) -> None:
+    """Put `fig` into the ipywidgets.Image `image` with its text alternative `alt`: one sentence saying what
+    the plot shows, with the numbers that matter. An Image has no `alt`; its tooltip becomes the img
+    element's title, which screen readers read as the image's name."""
+    image.value = png_bytes(fig)
+    image.tooltip = alt

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.widgets.controls import BusyCue
-from tapelab.widgets.render import agg_figure, png_bytes
+from tapelab.widgets.render import agg_figure, show
 
 __all__ = ["SaliencyExplorer", "SaliencyModel", "SaliencyState", "Background"]
 
@@ -225,7 +225,10 @@ class SaliencyExplorer:
             self._arrow.set_UVC([state.gradient[0] / scale], [state.gradient[1] / scale])
             self._arrow.set_visible(True)
         self.readout.value = _readout(state)
-        self.image.value = png_bytes(self.figure)
+        arrow = ("no arrow: the input was not watched, so its gradient is None" if state.gradient is None else
+                 "the input gradient [{:.4f}, {:.4f}] as an arrow".format(*state.gradient))
+        show(self.image, self.figure, f"Heat map and contours of {name} over x1 and x2, with the point "
+             f"({state.x1:.2f}, {state.x2:.2f}), where f = {state.value:.4f}, and {arrow}.")
         return state
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:

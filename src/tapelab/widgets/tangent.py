@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.widgets.controls import function_controls
-from tapelab.widgets.render import agg_figure, png_bytes
+from tapelab.widgets.render import agg_figure, show
 
 __all__ = ["TangentExplorer", "TangentModel", "TangentState"]
 
@@ -153,7 +153,9 @@ class TangentExplorer:
         self._tangent.set_data(state.line_x, state.line_y)
         self._point.set_data([state.x], [state.y])
         self.readout.value = _readout(state)
-        self.image.value = png_bytes(self.figure)
+        lo, hi = self.model.domain
+        show(self.image, self.figure, f"Plot of {name} for x from {lo:g} to {hi:g}, with its tangent at x = "
+             f"{state.x:.2f}, where f(x) = {state.y:.4f} and the slope from the tape is {state.slope:.4f}.")
         return state
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.widgets.controls import BusyCue
-from tapelab.widgets.render import agg_figure, png_bytes
+from tapelab.widgets.render import agg_figure, show
 
 __all__ = ["TrainingExplorer", "TrainingModel", "TrainingState", "LEARNING_RATES"]
 
@@ -149,6 +149,17 @@ def readout(state: TrainingState) -> str:
     return text
 
 
+def _alt(state: TrainingState) -> str:
+    if not state.losses:
+        return (f"Empty plots of the loss per step and of the gradient norms: step 0 at learning rate "
+                f"{state.learning_rate:g}, no step taken yet.")
+    norms = ", ".join(f"{n} {g:.4g}" for n, g in zip(state.names, state.grad_norms))
+    trend = " The loss diverged." if state.diverged else " The loss is growing." if state.growing else ""
+    return (f"Left: the loss over {state.step} step(s) at learning rate {state.learning_rate:g}, from "
+            f"{state.losses[0]:.4g} to {state.losses[-1]:.4g}. Right: the latest gradient norm per variable, "
+            f"{norms}.{trend}")
+
+
 class TrainingExplorer:
     """Step buttons, a learning-rate menu, a reset button, a readout, the loss curve and gradient bars.
 
@@ -243,7 +254,7 @@ class TrainingExplorer:
         self._loss_axes.title.set_color(colour)
         self._alarm.set_text("diverged" if state.diverged else "growing" if state.growing else "")
         self.readout.value = readout(state)
-        self.image.value = png_bytes(self.figure)
+        show(self.image, self.figure, _alt(state))
         return state
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict | None:
