@@ -231,6 +231,10 @@ _CATALOGUE = (
           "Update the loss metric with the loss and the others with `update_state(y, y_pred)`."),
     Cause("loss-not-weighted", "batch losses averaged with equal weights, where `fit` weights each by its rows",
           "Pass the batch size to the loss metric: `update_state(loss, sample_weight=tf.shape(x)[0])`."),
+    Cause("sample-weight-unpack", "a `train_step` that unpacks `x, y = data`, which fails when `fit` is given "
+          "sample or class weights", "Unpack with `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`."),
+    Cause("sample-weight-ignored", "a `train_step` that drops the sample weights `fit` passes it",
+          "Pass them on: `self.compute_loss(..., sample_weight=sample_weight)` and to each compiled metric."),
     Cause("loss-not-scaled", "a mixed-precision step that never scales the loss, so every update is divided "
           "by the loss scale", "Differentiate `self.optimizer.scale_loss(loss)`; `optimizer.apply` unscales."),
     Cause("gradients-not-checked", "a guard that checks the loss but applies non-finite gradients",

@@ -385,6 +385,25 @@ def make_custom_model(n_features=1):
             return {{m.name: m.result() for m in self.metrics}}
 ''' + _BUILD
 
+_STEP_61_SCALED = '''
+def make_custom_model(n_features=1):
+    class CustomModel(keras.Model):
+        def train_step(self, data):
+            {unpack}
+            with tf.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+                scaled_loss = self.optimizer.scale_loss(loss)
+            grads = tape.gradient(scaled_loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred)
+            return {{m.name: m.result() for m in self.metrics}}
+''' + _BUILD
+
 _STEP_62 = _TRACKED_INIT + '''
         @property
         def metrics(self):
@@ -410,6 +429,11 @@ MISTAKES["ex6_1_answer"] += [
             _STEP_61.format(target="loss", update=_WEIGHTED), "scale_loss"),
     Mistake("the first edition's step (equal batches, float32 only)",
             _STEP_61.format(target="loss", update="loss"), "sample_weight=tf.shape(x)[0]"),
+    Mistake("the second edition's step (`x, y = data`, given sample weights)",
+            _STEP_61_SCALED.format(unpack="x, y = data"), "unpack_x_y_sample_weight(data)"),
+    Mistake("sample weights unpacked but never used",
+            _STEP_61_SCALED.format(
+                unpack="x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)"), "without the sample weights"),
 ]
 MISTAKES["ex6_2_answer"] += [
     Mistake("tracker not weighted by batch size",

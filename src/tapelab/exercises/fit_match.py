@@ -39,6 +39,7 @@ class FitCase:
     metrics: tuple[str, ...] = ()
     seed: int = 0  # 0: the worked example
     policy: str = "float32"  # or "mixed_float16": `compile` then wraps the optimizer in a LossScaleOptimizer
+    weighted: bool = False  # each row carries a sample weight, which `fit` hands to `train_step` with the batch
 
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         if self.seed == 0:
@@ -48,10 +49,17 @@ class FitCase:
         w = rng.normal(size=(self.features, 1))
         return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
 
+    def weights(self) -> np.ndarray | None:
+        """The rows' sample weights (between 0.25 and 2, none equal), or None for an unweighted case."""
+        return np.linspace(0.25, 2.0, self.rows, dtype=np.float32) if self.weighted else None
+
     def batches(self) -> tf.data.Dataset:
-        """The data in batches of `batch_size`, in order. A dataset rather than arrays: under op determinism,
-        `fit` on arrays whose last batch is partial makes TensorFlow log a C++ line to stderr."""
-        return tf.data.Dataset.from_tensor_slices(self.data()).batch(self.batch_size)
+        """The data in batches of `batch_size`, in order, with the weights as a third element when weighted.
+        A dataset rather than arrays: under op determinism, `fit` on arrays whose last batch is partial
+        makes TensorFlow log a C++ line to stderr."""
+        weights = self.weights()
+        parts = self.data() if weights is None else (*self.data(), weights)
+        return tf.data.Dataset.from_tensor_slices(parts).batch(self.batch_size)
 
     def loss_object(self) -> keras.losses.Loss:
         """The compiled loss; the names past the first two are the wrong losses a feedback alternative fits with."""
@@ -68,6 +76,8 @@ class FitCase:
         extra = f", metrics={list(self.metrics)}" if self.metrics else ""
         if self.policy != "float32":
             extra += f", under the {self.policy!r} dtype policy"
+        if self.weighted:
+            extra += ", with a sample weight per row"
         return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
                 f"loss={self.loss!r}{extra}")
 
@@ -155,6 +165,7 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
     (unweighted) mean of the batch losses, and the mean of every batch loss so far (a loss metric that
     `fit` never resets)."""
     x, y = case.data()
+    weights = case.weights()
     batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
     loss = case.loss_object()
     mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
@@ -162,7 +173,8 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
         preds = [x[part] @ kernel + bias for part, (kernel, bias) in
                  zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
         mean_pred.append(float(np.mean(np.concatenate(preds))))
-        seen += [float(loss(y[part], pred)) for part, pred in zip(batches, preds)]
+        seen += [float(loss(y[part], pred) if weights is None else loss(y[part], pred, sample_weight=weights[part]))
+                 for part, pred in zip(batches, preds)]
         last_loss.append(seen[-1])
         unweighted.append(float(np.mean(seen[-len(batches):])))
         running.append(float(np.mean(seen)))
@@ -201,8 +213,17 @@ class FitMatch(Exercise):
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
                       **compiled)
-        trained = self.run(lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
-                           f"Training your model with `fit` ({case.describe()})")
+        try:
+            trained = self.run(lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
+                               f"Training your model with `fit` ({case.describe()})")
+        except Incorrect as problem:
+            if case.weighted and "too many values to unpack (expected 2)" in str(problem):
+                raise Incorrect(f"{problem.observed or problem} Given sample weights, `fit` hands `train_step` "
+                                "`(x, y, sample_weight)`, so `x, y = data` fails (`fit(..., class_weight=...)` "
+                                "does the same). Unpack with `x, y, sample_weight = "
+                                "keras.utils.unpack_x_y_sample_weight(data)`, which also works without weights.",
+                                cause="sample-weight-unpack") from None
+            raise
         history, logs = trained.value, trained.logs
         self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
 
@@ -249,7 +270,15 @@ class FitMatch(Exercise):
                              "Those are the weights of a step whose loss is summed over the batch: the tape "
                              "differentiates the sum of a per-example loss. Did you average over the batch, "
                              "`tf.reduce_mean(...)`, before taking the gradient?")
-        alternatives = [summed] + ([Alternative("mean squared error", weights_with("mse"),
+        def unweighted() -> list[np.ndarray]:
+            with Quiet():
+                return _baseline(initial, replace(case, weighted=False))[1]
+
+        alternatives = [summed] + ([Alternative(
+            "sample weights dropped", unweighted, "sample-weight-ignored",
+            "Those are the weights `fit` reaches without the sample weights: your step unpacked them but "
+            "never used them. Pass them to the loss, `self.compute_loss(x=x, y=y, y_pred=y_pred, "
+            "sample_weight=sample_weight)`.")] if case.weighted else []) + ([Alternative("mean squared error", weights_with("mse"),
                                     "hardcoded-loss",
                                     "Those are the weights of a step that minimises the mean squared error, not "
                                     f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "

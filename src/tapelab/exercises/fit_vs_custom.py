@@ -22,15 +22,19 @@ class CustomTrainStep(FitMatch):
     number = "6.1"
     answer = "make_custom_model"
     # Several batches per epoch, a second metric and a loss other than MSE, on data of their own; a last
-    # batch smaller than the others (fit weights batch losses by rows); a mixed_float16 policy (loss scaling).
+    # batch smaller than the others (fit weights batch losses by rows); a mixed_float16 policy (loss scaling);
+    # a weight per row (fit hands train_step (x, y, sample_weight)), last so that other mistakes show first.
     visible_cases = (FitCase(), FitCase(8, 2, 4, "huber", ("mae",), 60), FitCase(5, 2, 2, "mse", ("mae",), 66),
-                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"))
+                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"), FitCase(6, 2, 4, "mse", ("mae",), 68,
+                                                                              weighted=True))
     praise = "your `train_step` reproduces `fit` number for number."
     hints = (
         "Define `class CustomModel(keras.Model):` inside the function, build it from `keras.Input` and a "
         "`Dense(1, kernel_initializer=\"zeros\")`, and return the instance.",
-        "In `train_step`: `x, y = data`; under a tape compute `y_pred = self(x, training=True)`, "
-        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred)` and `scaled_loss = self.optimizer.scale_loss(loss)` "
+        "In `train_step`: `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`; under a tape "
+        "compute `y_pred = self(x, training=True)`, "
+        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)` and "
+        "`scaled_loss = self.optimizer.scale_loss(loss)` "
         "(a no-op unless mixed precision wrapped the optimizer); differentiate `scaled_loss`, then "
         "`self.optimizer.apply(grads, self.trainable_variables)`.",
     )
