@@ -228,7 +228,7 @@ class Coordinator(Outcomes):
         for fact, why in (("timed_out", f"time limit reached (cell {self.cell_timeout} s, notebook "
                                         f"{self.options.timeout} s)"),
                           ("kernel_died", "the kernel exited before the end"),
-                          ("output_limit", f"more than {self.options.output_limit} bytes of output")):
+                          ("output_limit", facts.get("stopped_by", "the output limit"))):  # bytes or messages
             if facts.get(fact):
                 status, reason = worst(status, fact), "; ".join(filter(None, [why, reason]))
         if prepared.stripped:

@@ -38,7 +38,7 @@ RESULT_SCHEMA = {
         "worker": {"type": "string"},
         "facts": {"type": "object", "properties": {
             "flags": {"type": "array", "items": {"type": "string"}},
-            "infra_error": {"type": "string"},
+            "infra_error": {"type": "string"}, "stopped_by": {"type": "string"},
             **{fact: {"type": "boolean"} for fact in ("timed_out", "kernel_died", "output_limit")},
         }},
     },
