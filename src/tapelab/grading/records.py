@@ -83,20 +83,22 @@ def cause(error: OSError) -> tuple[str, str]:
     return _CAUSES.get(error.errno, (error.strerror or str(error), "fix the folder or pass another path, and rerun"))
 
 
-def atomic_write_text(path: Path, text: str, mode: int = 0o644, what: str = "the file") -> None:
-    """The one writer of the files tapelab leaves: `text` to a temporary file beside `path`, fsynced, then
-    renamed over `path`, so a reader sees the old file or the new one, never part of one.
+def atomic_write_text(path: Path, text: str | bytes, mode: int = 0o644, what: str = "the file") -> None:
+    """The one writer of the files tapelab leaves: `text` (or bytes, written as they are) to a temporary file
+    beside `path`, fsynced, then renamed over `path`, so a reader sees the old file or the new one, never
+    part of one.
 
     Text that UTF-8 cannot encode (lone surrogates from non-UTF-8 file names) is written as backslash
     escapes rather than failing the write. Any OSError (a full disk, a read-only folder) becomes
     `WriteFailed` naming `what` and `path`, and the previous file is left as it was.
     """
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "backslashreplace")
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)

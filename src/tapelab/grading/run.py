@@ -41,7 +41,8 @@ from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
-from tapelab.grading.records import LOG_FILE, STATE_FILE, JsonLog, State, check_writable, content_hash
+from tapelab.grading.records import (LOG_FILE, STATE_FILE, JsonLog, State, atomic_write_text, check_writable,
+                                     content_hash)
 from tapelab.grading.handback.refresh import refresh_feedback
 from tapelab.grading.intake.stored import ensure_submission_files
 from tapelab.grading.intake.roster import read_roster
@@ -189,10 +190,10 @@ class Coordinator(Outcomes):
             target = self.course.path("submitted", cand.student, cand.assignment, cand.notebook)
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.resolve() != cand.path.resolve():
-                target.write_bytes(raw)
+                atomic_write_text(target, raw)
                 secret = cand.path.parent / "submission_secret.txt"  # nbgrader's exchange layout
                 if secret.is_file():
-                    shutil.copy(secret, target.parent / secret.name)
+                    atomic_write_text(target.parent / secret.name, secret.read_bytes())
             ensure_submission_files(self.course, cand.student, cand.assignment, cand.submitted_at)
             prepared = sanitize.prepare(self.course, nb, cand.student, cand.assignment, cand.notebook,
                                         output_limit=self.options.output_limit)
