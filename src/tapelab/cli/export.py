@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         try:
-            results = exports.gradescope_results(root, db_url, rows, normal(args.student), normal(args.notebook))
+            results = exports.gradescope_results(root, db_url, rows, args.student, args.notebook)
         except KeyError as error:
             raise UsageError(f"{printable(error.args[0])}: pass a student and notebook `tapelab grade` "
                              "graded") from None

@@ -104,8 +104,8 @@ def _stopped(name: str, report: Path | None) -> int:
 
 def _crashed(error: Exception) -> int:
     where = " ".join(getattr(error, "__notes__", [])) or "report a bug with this message"
-    print(f"tapelab grade: the grader itself failed ({type(error).__name__}: {error}). Everything graded before "
-          f"is kept (gradebook, grading-state.json): rerun the same command. If it fails again, {where}.",
+    print(f"tapelab grade: the grader itself failed ({type(error).__name__}: {printable(error)}). Everything graded "
+          f"before is kept (gradebook, grading-state.json): rerun the same command. If it fails again, {where}.",
           file=sys.stderr)
     return 1
 

@@ -41,6 +41,7 @@ from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
+from tapelab.outside import printable
 from tapelab.grading.records import (LOG_FILE, STATE_FILE, JsonLog, State, atomic_write_text, check_writable,
                                      content_hash)
 from tapelab.grading.handback.refresh import refresh_feedback
@@ -154,7 +155,8 @@ class Coordinator(Outcomes):
     def _warn(self, message: str) -> None:
         """Tell the instructor now (stderr) and later (report.json `warnings`, the log)."""
         self.warnings.append(message)
-        print(f"tapelab grade: warning: {message}", file=self.options.progress_stream or sys.stderr, flush=True)
+        print(f"tapelab grade: warning: {printable(message)}", file=self.options.progress_stream or sys.stderr,
+              flush=True)
         if self.log is not None:
             self.log.write("warning", message=message)
 
