@@ -113,7 +113,8 @@ def _crashed(error: Exception) -> int:
 def _not_saved(report: dict) -> str:
     """One line for a run whose report.json could not be written (a full disk): why, and what was not graded."""
     missed = [e for e in report["submissions"] if e["status"] == "infra_error"]
-    who = ", ".join(printable(f"{e['student']}/{e['notebook']}") for e in missed[:12]) + (" ..." if len(missed) > 12 else "")
+    who = ", ".join(printable(f"{e['student']}/{e['notebook']}") for e in missed[:12])
+    who += " ..." if len(missed) > 12 else ""
     left = f"{len(missed)} input(s) were not graded ({who})" if missed else "every input has its status above"
     return (f"{report['report_unwritten']}. That report is not this run's: {left}; the gradebook and "
             "grading-state.json keep what was graded. Free space and rerun the same command: what was graded is "

@@ -2,7 +2,9 @@
 
 Faults end in one paragraph on stderr naming what happened and what to do, never a Python traceback:
 a `tapelab.errors.UsageError` (an argument, a course folder, a gradebook, a roster, an output path that
-cannot be written) exits 2, an `InfraError` 1 (rerun; a write that failed part way, as on a full disk, is one), and `tapelab grade` adds its own statuses (see its --help). A verb whose packages
+cannot be written) exits 2, an `InfraError` 1 (rerun; a write that failed part way, as on a full disk, is
+one), and `tapelab grade` adds its own statuses (see its --help). The message is printed in its printable
+form (`tapelab.outside`), so no argument echoed in it reaches the terminal raw. A verb whose packages
 are not installed (the base install is the linter alone) exits 2 naming the package and `tapelab[course]`.
 """
 from __future__ import annotations
