@@ -15,9 +15,9 @@ from tapelab.lint import RULES, find_rule
 HEAVY = ("tensorflow", "keras", "numpy", "nbgrader", "nbconvert", "nbformat", "jsonschema", "sqlalchemy", "IPython",
          "dask", "tapelab.grading", "tapelab.checker", "tapelab.diagnose")
 # What `tapelab lint` may load beyond the standard library: the package face, the two verb-table modules, and
-# the linter with the two modules of tapelab it imports (tests/test_layers.py).
+# the linter with the two modules of tapelab it imports (tests/test_layers.py), and the printable form of errors.
 LINT_MODULES = {"tapelab", "tapelab.lazy", "tapelab.cli", "tapelab.cli.main", "tapelab.cli.lint", "tapelab.causes",
-                "tapelab.errors", "tapelab.lint"}
+                "tapelab.errors", "tapelab.lint", "tapelab.outside"}
 PROBE = """
 import sys
 before = set(sys.modules)

@@ -172,7 +172,7 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
     log = Progress(4, plain)
     log.say("opening")
     log.advance("x\x1b[2J: graded")
-    assert plain.getvalue() == "tapelab grade: opening\n[1/4] x?[2J: graded\n"
+    assert plain.getvalue() == "tapelab grade: opening\n[1/4] x\\x1b[2J: graded\n"
 
 
 def test_local_grading_never_imports_dask():

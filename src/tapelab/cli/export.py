@@ -5,8 +5,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tapelab.cli.graded_course import add_course, standings_of
+from tapelab.cli.graded_course import add_course, require_course, standings_of
 from tapelab.errors import UsageError
+from tapelab.outside import normal, printable
 
 __all__ = ["FORMATS", "add_arguments", "run"]
 
@@ -21,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "student's results.json.")
     parser.add_argument("format", choices=sorted(FORMATS))
     add_course(parser)
-    parser.add_argument("--out", type=Path, metavar="FILE", help="where to write (default: COURSE/exports/...)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="where to write (default: COURSE/exports/canvas.csv, "
+                        "grades-long.csv or results.json); an existing folder gets that file name inside it. Its "
+                        "folder must exist and be writable, or nothing is done (exit 2)")
     parser.add_argument("--roster", type=Path, metavar="CSV", help="canvas: lms_user_id of each student id "
                         "(nbgrader's roster columns), else the gradebook's")
     parser.add_argument("--section", default="", help="canvas: the Section column")
@@ -51,18 +54,30 @@ def _assignment_ids(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         notebook, sep, assignment_id = pair.partition("=")
         if not (sep and notebook.strip() and assignment_id.strip()):
-            raise UsageError(f"--canvas-assignment {pair!r}: write NOTEBOOK=ID, e.g. "
+            raise UsageError(f"--canvas-assignment {printable(pair)!r}: write NOTEBOOK=ID, e.g. "
                              "--canvas-assignment 01_basic_tape=12345")
-        ids[notebook.strip()] = assignment_id.strip()
+        ids[normal(notebook.strip())] = assignment_id.strip()
     return ids
+
+
+def _target(args: argparse.Namespace) -> Path:
+    """The file to write, checked before any work (`--out` a folder: the format's file name in it)."""
+    from tapelab.grading.records import destination, output_folder
+
+    if args.out is not None:
+        return destination(args.out, FORMATS[args.format], "--out")
+    require_course(args.course)
+    return destination(output_folder(args.course / "exports", "the exports folder"), FORMATS[args.format], "--out")
 
 
 def run(args: argparse.Namespace) -> int:
     from tapelab.grading import exports
     from tapelab.grading.records import atomic_write_text
 
+    if args.format == "gradescope" and not (args.student and args.notebook):
+        raise UsageError("gradescope writes one student's results.json: pass --student ID --notebook NAME")
+    target = _target(args)
     root, db_url, rows = standings_of(args.course)
-    target = args.out or root / "exports" / FORMATS[args.format]
     warning = None
     if args.format == "canvas":
         canvas = exports.canvas_csv(rows, _lms_ids(db_url, args.roster), section=args.section,
@@ -70,20 +85,21 @@ def run(args: argparse.Namespace) -> int:
         text = canvas.text
         if canvas.unmatched:
             warning = (f"{len(canvas.unmatched)} student(s) have no Canvas user id (a number) and were left out: "
-                       f"{', '.join(canvas.unmatched)}. Add their lms_user_id to a roster and pass --roster")
+                       f"{', '.join(map(printable, canvas.unmatched))}. Add their lms_user_id to a roster and pass "
+                       "--roster")
     elif args.format == "long":
         text = exports.long_csv(root, db_url, rows)
     else:
         import json
 
-        if not (args.student and args.notebook):
-            raise UsageError("gradescope writes one student's results.json: pass --student ID --notebook NAME")
         try:
-            text = json.dumps(exports.gradescope_results(root, db_url, rows, args.student, args.notebook), indent=1)
+            results = exports.gradescope_results(root, db_url, rows, args.student, args.notebook)
         except KeyError as error:
-            raise UsageError(f"{error.args[0]}: pass a student and notebook `tapelab grade` graded") from None
-    atomic_write_text(Path(target), text)
-    print(f"wrote {args.format}: {target}")
+            raise UsageError(f"{printable(error.args[0])}: pass a student and notebook `tapelab grade` "
+                             "graded") from None
+        text = json.dumps(results, indent=1)
+    atomic_write_text(target, text, what=f"the {args.format} export")
+    print(f"wrote {args.format}: {printable(target)}")
     if warning:
         print(f"tapelab export: warning: {warning}", file=sys.stderr)
     return 0

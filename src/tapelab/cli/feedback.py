@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from tapelab.cli.graded_course import add_course, require_course
+from tapelab.outside import printable
 
 __all__ = ["add_arguments", "run"]
 
@@ -22,9 +23,14 @@ def run(args: argparse.Namespace) -> int:
     from tapelab.grading.course import open_course
     from tapelab.grading.grades.lateness import apply_penalties
     from tapelab.grading.outputs import refresh
-    from tapelab.grading.records import STATE_FILE, State
+    from tapelab.grading.insight.tables import INSIGHT_DIR
+    from tapelab.grading.outputs import GRADES_FILE
+    from tapelab.grading.records import STATE_FILE, State, check_writable, output_folder
 
     require_course(args.course)
+    for folder, what in (("feedback", "the feedback folder"), (INSIGHT_DIR, "the insight folder")):
+        output_folder(args.course / folder, what)  # before any work: a read-only folder is refused (exit 2)
+    check_writable(args.course / GRADES_FILE, "the course file")
     course = open_course(args.course)
     try:
         state = State(course.root / STATE_FILE)
@@ -33,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         course.close()
     for what, where in outputs.written.items():
-        print(f"wrote {what}: {where}")
+        print(f"wrote {what}: {printable(where)}")
     for problem in outputs.problems:
-        print(f"tapelab feedback: warning: {problem}", file=sys.stderr)
+        print(f"tapelab feedback: warning: {printable(problem)}", file=sys.stderr)
     return 1 if outputs.problems else 0

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tapelab.errors import UsageError
+from tapelab.outside import printable
 from tapelab.paths import GRADER
 
 __all__ = ["add_arguments", "run"]
@@ -44,10 +45,11 @@ several graders at once: each uses a course folder of their own and the same --d
 statuses: graded, tampered, timed_out, kernel_died, output_limit, invalid_notebook,
 unknown_notebook, missing_notebook, superseded, duplicate, bad_name, unsafe_path, too_large,
 unreadable, infra_error (see docs/instructor-guide.md).
-exit status: 0 every input has a final status, 1 some inputs are infra_error or the grader failed
-(rerun), 2 usage error, nothing to grade in PATH, or an unusable course folder, gradebook, roster or
-report path (nothing was graded), 130/143 stopped by Ctrl-C/SIGTERM (report.json lists what was
-graded; rerun to finish).
+exit status: 0 every input has a final status, 1 some inputs are infra_error, the grader failed or a
+file could not be written (a full disk: report.json keeps the previous run's; free space and rerun),
+2 usage error, nothing to grade in PATH, or an unusable course folder, gradebook, roster or report
+path (nothing was graded), 130/143 stopped by Ctrl-C/SIGTERM (report.json lists what was graded;
+rerun to finish).
 """
 
 
@@ -102,15 +104,27 @@ def _stopped(name: str, report: Path | None) -> int:
 
 def _crashed(error: Exception) -> int:
     where = " ".join(getattr(error, "__notes__", [])) or "report a bug with this message"
-    print(f"tapelab grade: the grader itself failed ({type(error).__name__}: {error}). Everything graded before "
-          f"is kept (gradebook, grading-state.json): rerun the same command. If it fails again, {where}.",
+    print(f"tapelab grade: the grader itself failed ({type(error).__name__}: {printable(error)}). Everything graded "
+          f"before is kept (gradebook, grading-state.json): rerun the same command. If it fails again, {where}.",
           file=sys.stderr)
     return 1
+
+
+def _not_saved(report: dict) -> str:
+    """One line for a run whose report.json could not be written (a full disk): why, and what was not graded."""
+    missed = [e for e in report["submissions"] if e["status"] == "infra_error"]
+    who = ", ".join(printable(f"{e['student']}/{e['notebook']}") for e in missed[:12])
+    who += " ..." if len(missed) > 12 else ""
+    left = f"{len(missed)} input(s) were not graded ({who})" if missed else "every input has its status above"
+    return (f"{report['report_unwritten']}. That report is not this run's: {left}; the gradebook and "
+            "grading-state.json keep what was graded. Free space and rerun the same command: what was graded is "
+            "skipped, the rest is graded")
 
 
 def run(args: argparse.Namespace) -> int:
     from tapelab.grading import Options, grade
     from tapelab.grading.grades.lateness import parse_due
+    from tapelab.grading.records import WriteFailed
     from tapelab.grading.report import summary_table
 
     if (args.jobs is not None and args.jobs < 1) or args.timeout < 1:
@@ -135,13 +149,16 @@ def run(args: argparse.Namespace) -> int:
     _stop_on_sigterm()
     try:
         report = grade(options)
-    except UsageError:
-        raise  # nothing was graded: `main` says what to fix and exits 2
+    except (UsageError, WriteFailed):
+        raise  # nothing was graded, or a file could not be written: `main` says what to do (exit 2, 1)
     except KeyboardInterrupt as stop:  # before grading started
         return _stopped(str(stop) or "SIGINT", None)
     except Exception as error:
         return _crashed(error)
     print(summary_table(report))
+    if report.get("report_unwritten"):
+        print(f"tapelab grade: {_not_saved(report)}", file=sys.stderr)
+        return 1
     if report.get("interrupted"):
         return _stopped(report["interrupted"], args.report or args.course.resolve() / "report.json")
     if report.get("nothing_to_grade"):

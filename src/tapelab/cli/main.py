@@ -1,8 +1,10 @@
 """The table of `tapelab` verbs and the one place their errors become an exit status.
 
 Faults end in one paragraph on stderr naming what happened and what to do, never a Python traceback:
-a `tapelab.errors.UsageError` (an argument, a course folder, a gradebook, a roster) exits 2, an
-`InfraError` 1 (rerun), and `tapelab grade` adds its own statuses (see its --help). A verb whose packages
+a `tapelab.errors.UsageError` (an argument, a course folder, a gradebook, a roster, an output path that
+cannot be written) exits 2, an `InfraError` 1 (rerun; a write that failed part way, as on a full disk, is
+one), and `tapelab grade` adds its own statuses (see its --help). The message is printed in its printable
+form (`tapelab.outside`), so no argument echoed in it reaches the terminal raw. A verb whose packages
 are not installed (the base install is the linter alone) exits 2 naming the package and `tapelab[course]`.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ import importlib
 import sys
 
 from tapelab.errors import TapelabError, UsageError
+from tapelab.outside import printable
 
 __all__ = ["VERBS", "build_parser", "main"]
 
@@ -59,5 +62,5 @@ def main(argv: list[str] | None = None) -> int:
             "`pip install 'tapelab[course]'` (or `make venv` in a clone); `tapelab lint` alone needs none")
     except TapelabError as caught:
         error = caught
-    print(f"tapelab {_chosen(argv)}: {error}", file=sys.stderr)
+    print(f"tapelab {_chosen(argv)}: {printable(error)}", file=sys.stderr)  # one line, whatever the input held
     return error.exit_code

@@ -37,6 +37,7 @@ from tapelab.errors import UsageError
 from tapelab.grading.grades import attempts as attempts_
 from tapelab.grading.grades.cells import cell_grades, classify
 from tapelab.grading.grades.standings import Standing, csv_value
+from tapelab.outside import normal
 
 __all__ = ["CANVAS_FIELDS", "LONG_FIELDS", "Canvas", "CanvasError", "canvas_csv", "long_csv", "gradescope_results",
            "withhold"]
@@ -136,9 +137,11 @@ def withhold(text: str, hidden: set[str]) -> str:
 def gradescope_results(root: Path, db_url: str, rows: list[Standing], student: str, notebook: str) -> dict:
     """Gradescope's results.json for one student's notebook: the gradebook's score, and one test per exercise
     with its cell score and the visible output of its check."""
-    row = next((r for r in rows if r.student == student and r.notebook == notebook), None)
+    wanted = (normal(student), normal(notebook))  # ids in one normal form, whatever form the gradebook holds
+    row = next((r for r in rows if (normal(r.student), normal(r.notebook)) == wanted), None)
     if row is None:
         raise KeyError(f"{student}/{notebook} is not in the gradebook")
+    student, notebook = row.student, row.notebook
     cells, grades = cell_grades(db_url)
     source = root / "source" / row.assignment / f"{notebook}.ipynb"
     hidden = attempts_.hidden_lines(source) if source.is_file() else set()

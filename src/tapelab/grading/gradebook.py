@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
@@ -21,6 +22,12 @@ from urllib.parse import quote
 from tapelab.errors import UsageError
 
 __all__ = ["GradebookError", "check_url", "redact", "setup_lock", "inspect_gradebook", "first_use"]
+
+# nbgrader's API logs each database error it re-raises (a full disk: "database or disk is full") with its
+# traceback through tornado's application logger; tapelab says it in a line of its own (a status, a warning).
+_NBGRADER_LOG = logging.getLogger("tornado.application")
+_NBGRADER_LOG.addHandler(logging.NullHandler())
+_NBGRADER_LOG.propagate = False
 
 # pg_advisory_lock key: any fixed 64-bit number that other applications are unlikely to use.
 _ADVISORY_KEY = 0x7A9E1AB

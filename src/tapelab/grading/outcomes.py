@@ -16,7 +16,7 @@ from tapelab.grading.grades import autograde
 from tapelab.grading.grades import lateness
 from tapelab.grading.gradebook import redact
 from tapelab.grading.intake.discover import Candidate, is_older, student_problem
-from tapelab.grading.records import LOG_FILE, STATE_FILE, State
+from tapelab.grading.records import LOG_FILE, STATE_FILE, State, WriteFailed
 from tapelab.grading.statuses import GRADED_STATUSES
 
 __all__ = ["Outcomes", "entry_of", "what"]
@@ -109,10 +109,10 @@ class Outcomes:
             kept["graded_hashes"] = earlier
         try:
             self.state.complete(key, {**kept, "input": self._input(entry["source"])})
-        except OSError as error:
+        except WriteFailed as error:
             if not any(w.startswith(STATE_FILE) for w in self.warnings):
-                self._warn(f"{STATE_FILE} could not be updated ({error.strerror}): the gradebook and report.json "
-                           "hold this run's grades, but the next run regrades what this one graded")
+                self._warn(f"{STATE_FILE} could not be updated ({error}): the gradebook and report.json hold this "
+                           "run's grades, but the next run regrades what this one graded")
         self._log("submission", entry)
 
     def _log(self, event: str, entry: dict) -> None:
@@ -141,16 +141,20 @@ class Outcomes:
         self._rescore(outputs.rows)
         try:
             self.state.save()  # the history of this run's inputs
-        except OSError as error:
-            self._warn(f"{STATE_FILE} could not be updated ({error.strerror}): this run's input history is only "
-                       "in report.json")
+        except WriteFailed as error:
+            self._warn(f"{STATE_FILE} could not be updated ({error}): this run's input history is only in "
+                       "report.json")
         report_path = self.options.report or self.course.root / REPORT_FILE
         written = {**outputs.written, "report.json": str(report_path), "log": str(self.log.path)}
         report = reports.build_report(self.run_id, self.protections, self.entries, self.seconds, self.skipped,
                                       time.monotonic() - self.started, outputs.rows, self.state.inputs, written)
         report.update(execution=self.pool.description, warnings=self.warnings, interrupted=self.stopped,
                       nothing_to_grade=not candidates, lateness=late)
-        reports.write_report(report_path, report)
+        try:
+            reports.write_report(report_path, report)
+        except WriteFailed as error:  # a full disk: the previous report.json stays whole; the caller says so
+            del written["report.json"]
+            report["report_unwritten"] = str(error)
         self.log.write("end", counts=report["counts"], timing=report["timing"], interrupted=self.stopped)
         return report
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tapelab.grading.grades import standings
 from tapelab.grading.course import Course
 from tapelab.grading.gradebook import redact
+from tapelab.grading.records import WriteFailed
 
 __all__ = ["GRADES_FILE", "Derived", "refresh"]
 
@@ -32,7 +33,8 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> D
     """Regenerate the feedback pages whose gradebook rows changed (all with `force`), then grades.csv.
 
     `statuses` maps student/assignment/notebook to tapelab's last record of it (status, reason).
-    A failure of either is a problem in the result, never an exception: the caller still reports.
+    A failure of either is a problem in the result, never an exception: the caller still reports. A write
+    that fails (a full disk) is one problem, and nothing more is tried.
     """
     from tapelab.grading.handback.refresh import refresh_feedback
 
@@ -45,6 +47,9 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> D
         out.problems += list(pages.notes)
         out.problems += [f"the feedback of {f.student}/{f.assignment}/{f.notebook} was not written: {f.reason}"
                          for f in pages.failed]
+    except WriteFailed as error:
+        out.problems.append(str(error))
+        return out
     except Exception as error:
         out.problems.append(f"the feedback pages could not be refreshed ({_what(error)}): run `tapelab feedback "
                             f"--course {course.root}` once the gradebook {redact(course.db_url)} is readable")
@@ -53,6 +58,9 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> D
         out.rows = standings.read(course.db_url, statuses)
         standings.write_grades_csv(target, out.rows)
         out.written[GRADES_FILE] = f"{target} ({len(out.rows)} rows: every student x notebook in the gradebook)"
+    except WriteFailed as error:
+        out.problems.append(str(error))
+        return out
     except Exception as error:
         out.problems.append(f"{target} was not written: the gradebook {redact(course.db_url)} could not be read "
                             f"({_what(error)}); run `tapelab feedback --course {course.root}` once it is readable")
@@ -61,6 +69,8 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> D
 
         try:
             out.written.update(insight.write(course.root, course.db_url, out.rows))
+        except WriteFailed as error:
+            out.problems.append(str(error))
         except Exception as error:
             out.problems.append(f"the class insight was not written ({_what(error)}): run `tapelab insight "
                                 f"--course {course.root}`")

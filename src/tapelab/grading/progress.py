@@ -4,19 +4,17 @@ On a terminal, a one-line bar (count, rate, ETA) is redrawn for each notebook; e
 a pipe) each finished notebook is a line of its own. `say` prints a line in both cases (course
 set-up, discovery), so a long first run is never silent.
 
-Labels carry student ids: characters that are not printable (escape sequences, carriage returns,
-line separators) are shown as `?`, so no name can move the cursor or rewrite the terminal.
+Labels carry student ids: they are shown through `tapelab.outside.printable` (escape sequences, carriage
+returns, line separators as `\\x1b`, `\\r`, `\\u2028`), so no name can move the cursor or rewrite the terminal.
 """
 from __future__ import annotations
 
 import sys
 import time
 
-__all__ = ["Progress", "printable"]
+from tapelab.outside import printable
 
-
-def printable(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text)
+__all__ = ["Progress"]
 
 
 class Progress:

@@ -13,6 +13,7 @@ end a record or start a forged one.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -22,11 +23,12 @@ from pathlib import Path
 
 import jsonschema
 
-from tapelab.errors import UsageError
+from tapelab.errors import InfraError, UsageError
 from tapelab.grading.statuses import STATUSES
+from tapelab.outside import printable
 
-__all__ = ["atomic_write_text", "content_hash", "check_writable", "Unwritable", "State", "JsonLog",
-           "STATE_FILE", "LOG_FILE"]
+__all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
+           "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
@@ -57,46 +59,110 @@ class Unwritable(UsageError, ValueError):
     """A file or folder the run must write cannot be written; the message names it and the fix."""
 
 
-def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `text` to a temporary file beside `path`, fsync it, then rename it over `path`.
+class WriteFailed(InfraError, OSError):
+    """Writing a file failed part way (a full disk, a folder made read-only meanwhile): the previous file is
+    intact; the message names the path, the cause in words and what to do. Exit status 1."""
 
-    Text that UTF-8 cannot encode (lone surrogates from non-UTF-8 file names) is written as
-    backslash escapes rather than failing the write.
+
+# errno -> the cause in words and what to do about it.
+_CAUSES = {
+    errno.ENOSPC: ("no space is left on the disk", "free space on that disk (df -h) and rerun"),
+    errno.EDQUOT: ("the disk quota is used up", "free space in your quota and rerun"),
+    errno.EROFS: ("the file system is read-only", "pass a path on a writable disk, or remount it read-write"),
+    errno.EACCES: ("permission is denied", "make the folder writable for you (chmod, chattr -i) or pass another path"),
+    errno.EPERM: ("the folder refuses changes (immutable or not yours)",
+                  "make the folder writable (chattr -i, chmod) or pass another path"),
+    errno.ENOTDIR: ("a part of the path is a file, not a folder", "pass a path whose folders are folders"),
+    errno.EISDIR: ("it is a folder", "pass the name of a file, or move the folder away"),
+    errno.ENOENT: ("its folder does not exist", "create the folder or pass a path in one that exists"),
+}
+
+
+def cause(error: OSError) -> tuple[str, str]:
+    """(what went wrong, what to do) for an OSError, in words."""
+    return _CAUSES.get(error.errno, (error.strerror or str(error), "fix the folder or pass another path, and rerun"))
+
+
+def atomic_write_text(path: Path, text: str | bytes, mode: int = 0o644, what: str = "the file") -> None:
+    """The one writer of the files tapelab leaves: `text` (or bytes, written as they are) to a temporary file
+    beside `path`, fsynced, then renamed over `path`, so a reader sees the old file or the new one, never
+    part of one.
+
+    Text that UTF-8 cannot encode (lone surrogates from non-UTF-8 file names) is written as backslash
+    escapes rather than failing the write. Any OSError (a full disk, a read-only folder) becomes
+    `WriteFailed` naming `what` and `path`, and the previous file is left as it was.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "backslashreplace")
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+        tmp = None
+    except OSError as error:
+        happened, todo = cause(error)
+        kept = "the previous file is unchanged" if path.is_file() else "nothing was written"
+        raise WriteFailed(f"{what} {printable(path)} was not written: {happened}; {kept}. Fix: {todo}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
 
 
 def check_writable(path: Path, what: str) -> None:
     """Raise Unwritable unless a file can be written at `path` (a real probe: root ignores modes,
     not read-only mounts, immutable folders or a parent that is a file)."""
     folder = path.parent
+    shown = printable(path)
     if path.is_dir():
-        raise Unwritable(f"{what} {path} is a folder: pass the name of a file in it, or move the folder away")
+        raise Unwritable(f"{what} {shown} is a folder: pass the name of a file in it, or move the folder away")
     if folder.exists() and not folder.is_dir():
-        raise Unwritable(f"{what} {path} cannot be written: {folder} is a file, not a folder. Pass a path in a "
-                         "folder you can write")
+        raise Unwritable(f"{what} {shown} cannot be written: {printable(folder)} is a file, not a folder. Pass a "
+                         "path in a folder you can write")
     if not folder.exists():
-        raise Unwritable(f"{what} {path} cannot be written: the folder {folder} does not exist. Create it "
-                         f"(mkdir -p {folder}) or pass a path in a folder that exists")
+        raise Unwritable(f"{what} {shown} cannot be written: the folder {printable(folder)} does not exist. Create "
+                         f"it (mkdir -p {printable(folder)}) or pass a path in a folder that exists")
+    _probe(folder, f"{what} {shown}")
+
+
+def _probe(folder: Path, named: str) -> None:
+    """Create and remove a file in `folder`, or raise Unwritable saying why `named` cannot be written."""
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+        fd, probe = tempfile.mkstemp(prefix=".tapelab.", suffix=".probe", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as error:
-        raise Unwritable(f"{what} {path} cannot be written ({error.strerror}): {folder} is read-only or full. "
-                         "Make it writable or pass a path in a folder you can write") from None
+        happened, todo = cause(error)
+        raise Unwritable(f"{named} cannot be written: {happened} ({printable(folder)}). Fix: {todo}") from None
+
+
+def destination(path: Path, default_name: str, what: str) -> Path:
+    """Where a verb's output file goes, checked before any work: `path`, or `path/default_name` when `path`
+    is a folder that exists; Unwritable when its folder is missing, a file, read-only or immutable."""
+    target = path / default_name if path.is_dir() else path
+    check_writable(target, what)
+    return target
+
+
+def output_folder(folder: Path, what: str) -> Path:
+    """A folder a verb writes files into, checked before any work: created when only it is missing (its parent
+    must be a folder that exists); Unwritable when it is a file, under a file, missing deeper, or read-only."""
+    if folder.exists() and not folder.is_dir():
+        raise Unwritable(f"{what} {printable(folder)} is a file, not a folder: pass a folder (it is created when "
+                         "missing) or move the file away")
+    if not folder.exists():
+        check_writable(folder, what)
+        try:
+            folder.mkdir()
+        except OSError as error:
+            happened, todo = cause(error)
+            raise Unwritable(f"{what} {printable(folder)} cannot be created: {happened}. Fix: {todo}") from None
+    _probe(folder, f"{what} {printable(folder)}")
+    return folder
 
 
 def content_hash(raw: bytes, settings_key: str) -> str:

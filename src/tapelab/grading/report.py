@@ -12,7 +12,7 @@ import statistics
 from dataclasses import asdict
 from pathlib import Path
 
-from tapelab.grading.progress import printable
+from tapelab.outside import printable
 from tapelab.grading.records import atomic_write_text
 from tapelab.grading.grades.standings import Standing, distribution
 from tapelab.grading.statuses import STATUSES

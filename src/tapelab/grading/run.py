@@ -41,7 +41,9 @@ from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
-from tapelab.grading.records import LOG_FILE, STATE_FILE, JsonLog, State, check_writable, content_hash
+from tapelab.outside import printable
+from tapelab.grading.records import (LOG_FILE, STATE_FILE, JsonLog, State, atomic_write_text, check_writable,
+                                     content_hash)
 from tapelab.grading.handback.refresh import refresh_feedback
 from tapelab.grading.intake.stored import ensure_submission_files
 from tapelab.grading.intake.roster import read_roster
@@ -153,7 +155,8 @@ class Coordinator(Outcomes):
     def _warn(self, message: str) -> None:
         """Tell the instructor now (stderr) and later (report.json `warnings`, the log)."""
         self.warnings.append(message)
-        print(f"tapelab grade: warning: {message}", file=self.options.progress_stream or sys.stderr, flush=True)
+        print(f"tapelab grade: warning: {printable(message)}", file=self.options.progress_stream or sys.stderr,
+              flush=True)
         if self.log is not None:
             self.log.write("warning", message=message)
 
@@ -189,10 +192,10 @@ class Coordinator(Outcomes):
             target = self.course.path("submitted", cand.student, cand.assignment, cand.notebook)
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.resolve() != cand.path.resolve():
-                target.write_bytes(raw)
+                atomic_write_text(target, raw)
                 secret = cand.path.parent / "submission_secret.txt"  # nbgrader's exchange layout
                 if secret.is_file():
-                    shutil.copy(secret, target.parent / secret.name)
+                    atomic_write_text(target.parent / secret.name, secret.read_bytes())
             ensure_submission_files(self.course, cand.student, cand.assignment, cand.submitted_at)
             prepared = sanitize.prepare(self.course, nb, cand.student, cand.assignment, cand.notebook,
                                         output_limit=self.options.output_limit)
@@ -228,7 +231,7 @@ class Coordinator(Outcomes):
         for fact, why in (("timed_out", f"time limit reached (cell {self.cell_timeout} s, notebook "
                                         f"{self.options.timeout} s)"),
                           ("kernel_died", "the kernel exited before the end"),
-                          ("output_limit", f"more than {self.options.output_limit} bytes of output")):
+                          ("output_limit", facts.get("stopped_by", "the output limit"))):  # bytes or messages
             if facts.get(fact):
                 status, reason = worst(status, fact), "; ".join(filter(None, [why, reason]))
         if prepared.stripped:

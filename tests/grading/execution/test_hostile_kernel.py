@@ -231,6 +231,15 @@ def test_a_flood_of_tiny_messages_stops_at_the_message_bound(run):
     assert any(f"more than {executor.MESSAGE_LIMIT} messages" in f for f in flags), flags
 
 
+@pytest.mark.parametrize("student,limit,other", [("flood", f"more than {executor.MESSAGE_LIMIT} messages", "bytes"),
+                                                   ("widgets", "bytes", "messages")])
+def test_the_output_limit_reason_names_the_limit_that_was_hit(run, student, limit, other):
+    """Does the reason of an output_limit say which limit stopped the notebook: a count of messages for a
+    flood of tiny ones, bytes for a flood of large ones?"""
+    reason = by_student(run["report"], student, TINY)["reason"]
+    assert limit in reason and other not in reason, reason
+
+
 def test_patch_during_a_check_voids_it(run):
     """Is a check during which the student's code patched a module scored 0 and flagged?"""
     errors = [o for o in _test_cell(_autograded(run, "patch_during")).outputs if o.output_type == "error"]

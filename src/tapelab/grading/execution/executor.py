@@ -108,6 +108,7 @@ class GuardedClient(NotebookClient):
         self._kill()
         self.facts[fact] = True
         self.facts["stopped_at"], self.facts["flags"] = self.index, self.facts["flags"] + [flag]
+        self.facts["stopped_by"] = flag  # which limit: the output limit is bytes or a count of messages
         return _Stop(flag)
 
     # -- receiving: every message is metered, then decoded or dropped -------------------------------

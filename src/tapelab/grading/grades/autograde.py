@@ -8,7 +8,6 @@ the gradebook, so `nbgrader formgrader`, `generate_feedback` and `export` work o
 """
 from __future__ import annotations
 
-import shutil
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +37,7 @@ RESULT_SCHEMA = {
         "worker": {"type": "string"},
         "facts": {"type": "object", "properties": {
             "flags": {"type": "array", "items": {"type": "string"}},
-            "infra_error": {"type": "string"},
+            "infra_error": {"type": "string"}, "stopped_by": {"type": "string"},
             **{fact: {"type": "boolean"} for fact in ("timed_out", "kernel_died", "output_limit")},
         }},
     },
@@ -135,7 +134,7 @@ def record_ungraded(course: Course, student: str, assignment: str, notebook: str
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, nbformat.writes(course.release_notebook(assignment, notebook)))
     for name in ("timestamp.txt", "submission_secret.txt"):
-        shutil.copy(submitted.parent / name, target.parent / name)
+        atomic_write_text(target.parent / name, (submitted.parent / name).read_bytes())
     return True
 
 
@@ -192,7 +191,7 @@ def save_grades(course: Course, nb: NotebookNode, student: str, assignment: str,
     atomic_write_text(target, nbformat.writes(nb))
     stamp = course.path("submitted", student, assignment, notebook).parent / "timestamp.txt"
     if stamp.is_file():
-        shutil.copy(stamp, target.parent / "timestamp.txt")
+        atomic_write_text(target.parent / "timestamp.txt", stamp.read_bytes())
     return target
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tapelab.grading.records import atomic_write_text
 from tapelab.grading.statuses import GRADED_STATUSES
+from tapelab.outside import printable
 
 __all__ = ["Standing", "read", "write_grades_csv", "distribution", "csv_value", "submission_rows", "CSV_FIELDS", "NOT_SUBMITTED"]
 
@@ -103,12 +104,13 @@ def read(db_url: str, statuses: dict[str, dict] | None = None) -> list[Standing]
 
 
 def csv_value(value):
-    """`value` as a spreadsheet shows it, never evaluates: a leading formula character gets a `'` (OWASP)."""
+    """`value` as a spreadsheet shows it, never evaluates: in its printable form (`tapelab.outside`), and a
+    leading formula character gets a `'` (OWASP)."""
     if isinstance(value, bool):
         return "yes" if value else ""
     if not isinstance(value, str):
         return "" if value is None else value
-    value = value.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates from undecodable names
+    value = printable(value)
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 

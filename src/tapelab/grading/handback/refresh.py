@@ -27,7 +27,7 @@ import jsonschema
 from tapelab.grading import hidden
 from tapelab.grading.handback import page as handback
 from tapelab.grading.course import Course
-from tapelab.grading.records import State, atomic_write_text
+from tapelab.grading.records import State, WriteFailed, atomic_write_text
 from tapelab.grading.grades.standings import submission_rows
 from tapelab.grading.intake.stored import SECRET_FILE, TIMESTAMP_FILE, nbgrader_timestamp
 
@@ -193,6 +193,8 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
         else:
             try:
                 done.paths.append(handback.write_feedback(course, *page[:3]))
+            except WriteFailed:  # a full disk: no other page can be written either
+                raise
             except Exception as error:  # a notebook nbformat or the template cannot take: that page only
                 done.failed.append(Failure(*page[:3], f"{target} was not rendered from {source} "
                                            f"({type(error).__name__}: {str(error)[:300]}): regrade the submission "
@@ -209,7 +211,7 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
     if digests != stored or note:
         try:
             atomic_write_text(state_path, json.dumps({"version": 1, "pages": digests}, indent=1, sort_keys=True))
-        except OSError as error:
-            done.notes.append(f"{state_path} could not be written ({error.strerror}): the feedback pages are up to "
-                              "date, but the next refresh renders them all again")
+        except WriteFailed as error:
+            done.notes.append(f"{error}: the feedback pages are up to date, but the next refresh renders them all "
+                              "again")
     return done

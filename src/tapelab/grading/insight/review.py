@@ -16,7 +16,7 @@ from tapelab.errors import UsageError
 from tapelab.causes import CAUSES
 from tapelab.grading.grades import attempts as attempts_
 from tapelab.grading.grades.cells import cell_grades, classify
-from tapelab.grading.progress import printable
+from tapelab.outside import printable
 from tapelab.grading.grades.standings import Standing
 
 __all__ = ["ReviewError", "find_exercise", "review"]

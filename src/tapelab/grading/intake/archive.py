@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tapelab.errors import SubmissionError
+from tapelab.outside import printable
 
 __all__ = ["MAX_ENTRY_BYTES", "MAX_NOTEBOOK_BYTES", "MAX_PART_BYTES", "MAX_ZIP_BYTES", "MAX_ZIP_ENTRIES", "Archive", "Entry", "EntryError",
            "ZipRejected", "from_unix", "mode_kind", "name_parts", "name_problem", "read_regular", "shown"]
@@ -69,16 +70,9 @@ class Entry:
     modified: datetime | None = None  # UTC; None when the archive holds no valid time
 
 
-def _escaped(char: str) -> str:
-    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8, kept by surrogateescape
-        return char.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
-    return char.encode("unicode_escape").decode("ascii")
-
-
 def shown(text: str, limit: int = 500) -> str:
-    """`text` fit to print or store: undecodable bytes as `\\xNN`, invisible characters as escapes."""
-    out = "".join(c if c.isprintable() or c == " " else _escaped(c) for c in text[:limit])
-    return out if len(text) <= limit else f"{out}... ({len(text)} characters)"
+    """`text` fit to print or store (`tapelab.outside.printable`), at most `limit` characters."""
+    return printable(text, limit)
 
 
 def name_parts(name: str) -> tuple[str, ...]:

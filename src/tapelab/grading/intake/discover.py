@@ -31,13 +31,13 @@ both count.
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tapelab.errors import UsageError
+from tapelab.outside import normal
 from tapelab.grading.intake import lms
 from tapelab.grading.intake.archive import (MAX_ENTRY_BYTES, MAX_PART_BYTES, Archive, Entry, EntryError, ZipRejected,
                                      from_unix, mode_kind, name_parts, name_problem, read_regular, shown)
@@ -78,7 +78,7 @@ class Candidate:
 
 def _who(cand: Candidate, part: str) -> None:
     """The student id, names, time and upload number that `lms.parse` reads in `part` (NFC)."""
-    name = lms.parse(unicodedata.normalize("NFC", part))
+    name = lms.parse(normal(part))
     cand.student, cand.upload = name.student, name.upload
     cand.first_name, cand.last_name = name.first_name, name.last_name
     if name.submitted_at is not None:
@@ -154,7 +154,7 @@ def _classify(rel: str, parts: tuple[str, ...], known: dict[str, str]) -> Candid
         if notebook:
             cand.reason = f"`{rel}` names notebook `{stem}` but no student: put it in a folder named after the student"
     if cand.student:
-        cand.student = unicodedata.normalize("NFC", cand.student)
+        cand.student = normal(cand.student)
     return cand
 
 
@@ -229,7 +229,7 @@ def _missing(prefix: str, folder: tuple[str, ...], files: list[str], known: dict
     for notebook in notebooks:
         row = Candidate(source, None, None, assignment, notebook)
         if prefix or assignment:  # nbgrader's layouts: the folder is the id
-            row.student = unicodedata.normalize("NFC", folder[0])
+            row.student = normal(folder[0])
         else:
             _who(row, folder[0])
         if problem := name_problem(folder[0]) or student_problem(row.student):

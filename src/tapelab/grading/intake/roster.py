@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import csv
 import io
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tapelab.errors import UsageError
+from tapelab.outside import normal
 from tapelab.grading.intake.discover import student_problem
 
 __all__ = ["COLUMNS", "Person", "Roster", "RosterError", "read_roster"]
@@ -40,7 +40,7 @@ class RosterError(UsageError, ValueError):
 
 
 def _key(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
+    return normal(text).casefold()
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _row(path: Path, line: int, row: dict) -> Person | None:
     fields = {column: values.get(column) or None for column in COLUMNS}
     if fields["id"] is None:
         raise RosterError(f"roster {path}, line {line}: the id is empty: give this student an id, or delete the line")
-    fields["id"] = unicodedata.normalize("NFC", fields["id"])
+    fields["id"] = normal(fields["id"])
     if why := student_problem(fields["id"]):
         raise RosterError(f"roster {path}, line {line}: {why}: {_FIX}")
     return Person(**fields, extensions=_extensions(path, line, values))
