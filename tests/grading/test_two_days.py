@@ -272,8 +272,26 @@ def test_feedback_is_rendered_as_each_notebook_is_graded(days):
     """Is ben's late page rendered when his notebook is graded (while kernels run), so the refresh at the end
     of the run finds every page unchanged, and does the page show his new score?"""
     partial = days["steps"]["partial"]
-    assert "(0 page(s) written, 4 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
+    assert "(1 page(s) written, 3 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
     assert "Score: 1.0 / 1.0" in days["pages"]["ben"]
+
+
+@pytest.mark.parametrize("step, pages, graded, unchanged", [
+    ("first", (4, 0), 2, 0),  # ana and ben graded, dee tampered, cy invalid: four pages created
+    ("partial", (1, 3), 1, 0),  # ben's late file: his page rewritten, the other three kept
+    ("resubmission", (0, 4), 0, 2)])  # day one again: ana and dee unchanged, ben superseded, cy invalid again
+def test_the_summary_counts_what_the_run_did(days, step, pages, graded, unchanged):
+    """Do the printed summary and report.json count the pages this run wrote (as each notebook was graded or
+    at the end) apart from those it found unchanged, the files graded this run apart from those skipped as
+    unchanged (never both for one file), and say "course set-up included" only on a run that set one up?"""
+    snapshot = days["steps"][step]
+    out, report = snapshot["result"].stdout, snapshot["report"]
+    written = f"({pages[0]} page(s) written, {pages[1]} unchanged, 0 failed)"
+    assert written in report["written"]["feedback"] and written in out, out
+    assert (report["counts"].get("graded", 0), report["counts"]["skipped_unchanged"]) == (graded, unchanged)
+    rows = dict(re.findall(r"^(graded|unchanged)\s+(\d+)", out, re.M))
+    assert rows == {k: str(v) for k, v in (("graded", graded), ("unchanged", unchanged)) if v}, out
+    assert report["timing"]["course_set_up"] is False and "set-up" not in out, out
 
 
 def test_formgraders_button_writes_tapelabs_page_with_no_hidden_test(days):

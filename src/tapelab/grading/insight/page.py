@@ -100,7 +100,8 @@ def _late(late: dict, names: bool) -> str:
 def _assignments(insight: dict, plots: dict[str, str]) -> str:
     parts = ["<h2 id='assignments'>Assignments</h2>",
              f"<p>Late policy: {escape(insight['late_rule'])}; deadlines and penalties as the gradebook holds "
-             "them.</p>"]
+             "them. Mean, median, min and max are over the submitted notebooks only: a student who sent nothing "
+             "counts in students, not in the scores.</p>"]
     for a in insight["assignments"]:
         statuses = ", ".join(f"{escape(k)}: {v}" for k, v in a["statuses"].items())
         grading = a["grading"]
