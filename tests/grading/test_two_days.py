@@ -323,3 +323,18 @@ def test_prefer_grades_the_named_older_file_over_the_newer_grade(days):
     ben = next(s for s in prefer["report"]["submissions"] if s["student"] == "ben")
     assert (ben["status"], ben["score"]) == ("graded", 0.0), ben
     assert _scores(prefer["grades"], student="student")[("ben", TINY)] == (0.0, 1.0)
+
+
+def test_the_folder_to_upload_holds_the_pages_alone(days):
+    """Does handback/, the folder the guide says to upload, hold every feedback page as feedback/ has it now
+    and no other file, no submission secret in any of them, while feedback/ keeps the secrets nbgrader's
+    release_feedback reads (the test above shows it still hands back)?"""
+    course = days["course"]
+    pages = {p.relative_to(course / "feedback"): p.read_bytes() for p in (course / "feedback").rglob("*.html")}
+    uploads = {p.relative_to(course / "handback"): p for p in (course / "handback").rglob("*") if p.is_file()}
+    assert len(pages) == 4 and {name: p.read_bytes() for name, p in uploads.items()} == pages
+    secrets = [p.read_text().strip() for p in (course / "feedback").rglob("submission_secret.txt")]
+    assert len(secrets) == 4 and all(secrets)
+    assert not [name for name, p in uploads.items() if any(s in p.read_text() for s in secrets)]
+    guide = GUIDE.read_text()
+    assert "uploading `handback/`" in guide and "Never upload `feedback/`" in guide

@@ -34,7 +34,7 @@ LOCK_FILE = ".tapelab-grade.lock"
 SETUP_MARKER = ".tapelab-setup"  # "started" while tapelab sets the folder up, "complete" after
 # Import paths an earlier tapelab wrote into a course's config, and where those names live now.
 MOVED_CONFIG_PATHS = {"tapelab.grading.lateness.LatePenalty": "tapelab.grading.grades.lateness.LatePenalty"}
-OUTPUT_FOLDERS = ("submitted", "autograded", "feedback")
+OUTPUT_FOLDERS = ("submitted", "autograded", "feedback", "handback")
 
 
 class CourseError(UsageError, ValueError):

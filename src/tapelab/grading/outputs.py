@@ -38,7 +38,7 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False,
     the summary counts a page written when this run wrote it at any point, else unchanged.
     A failure of either is a problem in the result, never an exception: the caller still reports.
     """
-    from tapelab.grading.handback.refresh import refresh_feedback
+    from tapelab.grading.handback.refresh import HANDBACK, refresh_feedback
 
     out = Derived()
     try:
@@ -48,6 +48,7 @@ def refresh(course: Course, statuses: dict[str, dict], force: bool = False,
         pages.unchanged = [key for key in pages.unchanged if key not in pages.written]
         out.written["feedback"] = (f"{course.root / 'feedback'}/ ({len(pages.written)} page(s) written, "
                                    f"{len(pages.unchanged)} unchanged, {len(pages.failed)} failed)")
+        out.written["pages to upload"] = f"{course.root / HANDBACK}/ (the feedback pages alone, for your LMS)"
         out.problems += list(pages.notes)
         out.problems += [f"the feedback of {f.student}/{f.assignment}/{f.notebook} was not written: {f.reason}"
                          for f in pages.failed]
