@@ -142,6 +142,33 @@ def test_the_page_escapes_student_text_and_allows_no_script(course, tmp_path):
     assert "&lt;script&gt;" in page and "default-src 'none'" in page and page.count("data:image/png;base64,") == 2
 
 
+def test_the_page_says_what_its_plots_show_and_how_its_means_are_taken(course, tmp_path, monkeypatch):
+    """Does each plot's alt text give its counts (score bands, outcomes per exercise), the histogram count in
+    whole students, every fix show its code as code (no raw backtick), and the mean, on the page and in
+    insight-assignments.csv, be the one the page says: over the submitted notebooks?"""
+    from tapelab.grading.insight import page as insight_page
+
+    figures = []
+    monkeypatch.setattr(insight_page, "_png", lambda figure: figures.append(figure) or "data:image/png;base64,")
+    insight.write(course, _db(course), _rows(course), out=tmp_path)
+    page = (tmp_path / "insight.html").read_text()
+    data = json.loads((tmp_path / "insight.json").read_text())
+    for a in data["assignments"]:
+        bands = ", ".join(f"{band}: {count}" for band, count in zip(insight_page._BANDS, a["bins"]))
+        assert f"{a['notebook']}: {a['submitted']} submission(s) by share of the max score ({bands})" in page
+    one = next(e for e in data["exercises"] if e["grade_id"] == "ex1_1_test")
+    assert (f"exercise 1.1: {one['correct']} correct, {one['named']} named mistake" in page)
+    assert all(tick == int(tick) for figure in figures for tick in figure.axes[0].get_yticks())
+    fixes = [c["fix"] for e in data["exercises"] for c in e["causes"]]
+    assert any("`" in fix for fix in fixes) and "`" not in re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    assert "Mean, median, min and max are over the submitted notebooks only" in page
+    means = {row["notebook"]: float(row["mean"]) for row in csv.DictReader((tmp_path / "insight-assignments.csv").open())}
+    for a in data["assignments"]:
+        scores = [r.score for r in _rows(course) if r.notebook == a["notebook"] and r.submitted]
+        assert means[a["notebook"]] == a["mean"] == round(statistics.fmean(scores), 2)
+        assert len(scores) < a["students"]  # someone did not submit: over the class the mean would differ
+
+
 def test_the_change_since_the_last_run_shows_what_moved(course, tmp_path):
     """After a manual full score, does the next insight show the share correct and the cause count moving?"""
     from nbgrader.api import Gradebook
