@@ -29,13 +29,12 @@ from nbconvert import HTMLExporter
 
 from formgrader import formgrader
 from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, tiny, write
+from guide import GUIDE, blocks, run_as_written
 from tapelab.grading.handback.page import PAGE
-from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
 pytestmark = pytest.mark.heavy(55)  # seconds, about: scheduled first (tests/conftest.py)
 
-GUIDE = REPO / "docs" / "instructor-guide.md"
 SECTION = "## 7. The second day"
 ROSTER = {"ana": ("Ana", "Lima"), "ben": ("Ben", "Nevis"), "cy": ("Cy", "Young"), "dee": ("Dee", "Ray"),
           "fay": ("Fay", "Wray")}
@@ -48,10 +47,7 @@ EDITED_TEST = "assert True  # dee's edit\n"
 
 def guide_blocks() -> list[str]:
     """The ```bash blocks of the guide's section 7, in order."""
-    text = GUIDE.read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
-    return re.findall(r"```bash\n(.*?)```", section, re.S)
+    return blocks(SECTION)
 
 
 def _dee(nb: nbformat.NotebookNode) -> None:
@@ -78,9 +74,7 @@ def _inputs(home: Path, course: Path) -> None:
 
 
 def _bash(block: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**nbgrader_env(), "HOME": str(home)}
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block], cwd=home, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return run_as_written(block, home)
 
 
 def _export(course: Path, target: Path) -> list[dict]:

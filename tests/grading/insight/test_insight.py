@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from grade_fixtures import BASIC, TINY, TINY_HIDDEN, released
+from guide import blocks, run_as_written
 from insight_class import GRADESCOPE_SCHEMA, CLASS, ERROR, HIDDEN, HOSTILE, NAMES, OK, SECONDS, STUB, build_class
 from tapelab.causes import CAUSES
 from tapelab.grading import exports
@@ -26,7 +27,6 @@ from tapelab.grading.insight import tables as insight
 from tapelab.grading.grades import standings
 from tapelab.grading.records import STATE_FILE, State
 from tapelab.grading.insight.review import review
-from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
 NOTEBOOKS = (BASIC, TINY)
@@ -301,15 +301,11 @@ def test_commands_refuse_a_folder_that_is_not_a_course_and_an_unknown_exercise(c
     assert unknown.returncode == 2 and "pass one of: 1.1" in unknown.stderr
 
 
-GUIDE = REPO / "docs" / "instructor-guide.md"
 SECTION = "## 8. After grading"
 
 
 def _guide_block() -> str:
-    text = GUIDE.read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", 1)]
-    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    (block,) = blocks(SECTION)
     return block
 
 
@@ -319,8 +315,7 @@ def test_the_guides_after_grading_commands_run_as_written(course, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "tapelab-2026").symlink_to(course)
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", _guide_block()], cwd=home, text=True,
-                          env={**nbgrader_env(), "HOME": str(home)}, capture_output=True, timeout=600)
+    done = run_as_written(_guide_block(), home)
     assert done.returncode == 0, done.stderr
     assert json.loads((course / insight.INSIGHT_DIR / "insight.json").read_text())["students"] == len(CLASS)
     assert (course / insight.INSIGHT_DIR / "insight-assignments.csv").is_file()
