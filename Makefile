@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv chromium postgres release outputs lock bench mutants clean
+.PHONY: lab test venv chromium postgres axe release outputs lock bench mutants clean
 
 venv: $(VENV)/.installed
 
@@ -32,6 +32,14 @@ chromium:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	else echo "Chromium is missing: run 'sudo make chromium' (apt-get install -y chromium)" >&2; exit 1; fi
 
+# axe-core, pinned in tools/axe/package-lock.json, for the accessibility test of the pages tapelab writes
+# (tests/browser/test_pages_accessible.py); installed from the npm registry only when the lock changed.
+AXE := tools/axe/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+$(AXE): tools/axe/package.json tools/axe/package-lock.json
+	npm ci --prefix tools/axe --no-audit --no-fund --loglevel=error
+	touch $@
+
 # Debian's PostgreSQL server for the shared-gradebook tests (the tests start and stop their own
 # server on 127.0.0.1); installed only when missing.
 postgres:
@@ -41,7 +49,7 @@ postgres:
 
 # Everything: unit, checker, release, grading (local, Dask, PostgreSQL), browser and Binder tests,
 # plus strict nbval on solutions/.
-test: venv chromium postgres
+test: venv chromium postgres axe
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder --durations=25 --nbval --nbval-current-env tests solutions
 
 # Student notebooks and the answers distribution's data are generated from solutions/, never edited by hand.
@@ -73,4 +81,4 @@ lock:
 	$(PYTHON) tools/lock.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build src/*.egg-info answers/src/*.egg-info
+	rm -rf $(VENV) .pytest_cache build src/*.egg-info answers/src/*.egg-info tools/axe/node_modules

@@ -67,3 +67,48 @@ def test_release_of_an_unknown_notebook_names_the_choices(tmp_path):
     with pytest.raises(ReleaseError, match="Known notebooks: 01_basic_tape"):
         release(["99_nothing"], out=tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def _checkout(root, full: bool):
+    """A copy of the repository's parts a release reads (`full`), or only what marks a tapelab checkout."""
+    import shutil
+
+    from tapelab.paths import REPO
+
+    root.mkdir()
+    shutil.copy(REPO / "pyproject.toml", root)
+    if not full:
+        (root / "solutions").mkdir()
+        return root
+    for part in ("src", "solutions", "grader", "answers", "notebooks"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return root
+
+
+def test_release_writes_into_the_checkout_it_is_run_in_and_refuses_another(tmp_path):
+    """With two checkouts, does `tapelab release` run from a folder inside the one tapelab is installed from
+    write there, and, run from the other (or with --repo naming it), refuse (exit 2) naming both, writing nothing?"""
+    import os
+    import subprocess
+    import sys
+
+    installed, other = _checkout(tmp_path / "a", full=True), _checkout(tmp_path / "b", full=False)
+    name = NAMES[0]
+    (installed / "notebooks" / f"{name}.ipynb").unlink()
+    env = {**os.environ, "PYTHONPATH": str(installed / "src")}
+
+    def release_in(cwd, *args):
+        return subprocess.run([sys.executable, "-m", "tapelab.cli", "release", name, *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    for refused in (release_in(other), release_in(installed / "notebooks", "--repo", str(other))):
+        assert refused.returncode == 2, refused.stderr
+        assert str(other) in refused.stderr and str(installed) in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in other.iterdir()) == ["pyproject.toml", "solutions"]
+    assert not (installed / "notebooks" / f"{name}.ipynb").exists()
+
+    done = release_in(installed / "notebooks")
+    assert done.returncode == 0, done.stderr
+    fresh = nbformat.read(installed / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert fresh == nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)

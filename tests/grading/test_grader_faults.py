@@ -403,7 +403,8 @@ def test_a_course_set_up_killed_half_way_is_set_up_again(tmp_path):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert {a.name for a in gb.assignments} == set(names)
-    assert load_report(course / "report.json")["warnings"]
+    report = load_report(course / "report.json")
+    assert report["warnings"] and report["timing"]["course_set_up"] is True
 
 
 def test_a_broken_plotting_library_costs_the_insight_only(course, faults, tmp_path):

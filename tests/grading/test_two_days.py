@@ -29,13 +29,12 @@ from nbconvert import HTMLExporter
 
 from formgrader import formgrader
 from grade_fixtures import TINY, TINY_HIDDEN, fill, make_course, tiny, write
+from guide import GUIDE, blocks, run_as_written
 from tapelab.grading.handback.page import PAGE
-from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
 pytestmark = pytest.mark.heavy(55)  # seconds, about: scheduled first (tests/conftest.py)
 
-GUIDE = REPO / "docs" / "instructor-guide.md"
 SECTION = "## 7. The second day"
 ROSTER = {"ana": ("Ana", "Lima"), "ben": ("Ben", "Nevis"), "cy": ("Cy", "Young"), "dee": ("Dee", "Ray"),
           "fay": ("Fay", "Wray")}
@@ -48,10 +47,7 @@ EDITED_TEST = "assert True  # dee's edit\n"
 
 def guide_blocks() -> list[str]:
     """The ```bash blocks of the guide's section 7, in order."""
-    text = GUIDE.read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
-    return re.findall(r"```bash\n(.*?)```", section, re.S)
+    return blocks(SECTION)
 
 
 def _dee(nb: nbformat.NotebookNode) -> None:
@@ -78,9 +74,7 @@ def _inputs(home: Path, course: Path) -> None:
 
 
 def _bash(block: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**nbgrader_env(), "HOME": str(home)}
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block], cwd=home, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return run_as_written(block, home)
 
 
 def _export(course: Path, target: Path) -> list[dict]:
@@ -272,8 +266,26 @@ def test_feedback_is_rendered_as_each_notebook_is_graded(days):
     """Is ben's late page rendered when his notebook is graded (while kernels run), so the refresh at the end
     of the run finds every page unchanged, and does the page show his new score?"""
     partial = days["steps"]["partial"]
-    assert "(0 page(s) written, 4 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
+    assert "(1 page(s) written, 3 unchanged, 0 failed)" in partial["report"]["written"]["feedback"], partial["report"]
     assert "Score: 1.0 / 1.0" in days["pages"]["ben"]
+
+
+@pytest.mark.parametrize("step, pages, graded, unchanged", [
+    ("first", (4, 0), 2, 0),  # ana and ben graded, dee tampered, cy invalid: four pages created
+    ("partial", (1, 3), 1, 0),  # ben's late file: his page rewritten, the other three kept
+    ("resubmission", (0, 4), 0, 2)])  # day one again: ana and dee unchanged, ben superseded, cy invalid again
+def test_the_summary_counts_what_the_run_did(days, step, pages, graded, unchanged):
+    """Do the printed summary and report.json count the pages this run wrote (as each notebook was graded or
+    at the end) apart from those it found unchanged, the files graded this run apart from those skipped as
+    unchanged (never both for one file), and say "course set-up included" only on a run that set one up?"""
+    snapshot = days["steps"][step]
+    out, report = snapshot["result"].stdout, snapshot["report"]
+    written = f"({pages[0]} page(s) written, {pages[1]} unchanged, 0 failed)"
+    assert written in report["written"]["feedback"] and written in out, out
+    assert (report["counts"].get("graded", 0), report["counts"]["skipped_unchanged"]) == (graded, unchanged)
+    rows = dict(re.findall(r"^(graded|unchanged)\s+(\d+)", out, re.M))
+    assert rows == {k: str(v) for k, v in (("graded", graded), ("unchanged", unchanged)) if v}, out
+    assert report["timing"]["course_set_up"] is False and "set-up" not in out, out
 
 
 def test_formgraders_button_writes_tapelabs_page_with_no_hidden_test(days):
@@ -305,3 +317,18 @@ def test_prefer_grades_the_named_older_file_over_the_newer_grade(days):
     ben = next(s for s in prefer["report"]["submissions"] if s["student"] == "ben")
     assert (ben["status"], ben["score"]) == ("graded", 0.0), ben
     assert _scores(prefer["grades"], student="student")[("ben", TINY)] == (0.0, 1.0)
+
+
+def test_the_folder_to_upload_holds_the_pages_alone(days):
+    """Does handback/, the folder the guide says to upload, hold every feedback page as feedback/ has it now
+    and no other file, no submission secret in any of them, while feedback/ keeps the secrets nbgrader's
+    release_feedback reads (the test above shows it still hands back)?"""
+    course = days["course"]
+    pages = {p.relative_to(course / "feedback"): p.read_bytes() for p in (course / "feedback").rglob("*.html")}
+    uploads = {p.relative_to(course / "handback"): p for p in (course / "handback").rglob("*") if p.is_file()}
+    assert len(pages) == 4 and {name: p.read_bytes() for name, p in uploads.items()} == pages
+    secrets = [p.read_text().strip() for p in (course / "feedback").rglob("submission_secret.txt")]
+    assert len(secrets) == 4 and all(secrets)
+    assert not [name for name, p in uploads.items() if any(s in p.read_text() for s in secrets)]
+    guide = GUIDE.read_text()
+    assert "uploading `handback/`" in guide and "Never upload `feedback/`" in guide

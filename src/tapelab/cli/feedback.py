@@ -13,8 +13,9 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Regenerate feedback/<student>/<assignment>/<notebook>.html (hidden tests removed) for every "
                           "submission whose grades, comments or autograded notebook changed, and grades.csv, from the "
-                          "gradebook: manual scores and comments given in formgrader included. `tapelab grade` does "
-                          "the same at the end of every run.")
+                          "gradebook: manual scores and comments given in formgrader included, with a copy of each page "
+                          "in handback/ (the pages alone: upload that folder to an LMS, never feedback/, which holds "
+                          "nbgrader's submission secrets). `tapelab grade` does the same at the end of every run.")
     add_course(parser, "the nbgrader course folder (default: grader/course)")
     parser.add_argument("--force", action="store_true", help="regenerate every page, changed or not")
 

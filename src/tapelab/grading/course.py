@@ -34,7 +34,7 @@ LOCK_FILE = ".tapelab-grade.lock"
 SETUP_MARKER = ".tapelab-setup"  # "started" while tapelab sets the folder up, "complete" after
 # Import paths an earlier tapelab wrote into a course's config, and where those names live now.
 MOVED_CONFIG_PATHS = {"tapelab.grading.lateness.LatePenalty": "tapelab.grading.grades.lateness.LatePenalty"}
-OUTPUT_FOLDERS = ("submitted", "autograded", "feedback")
+OUTPUT_FOLDERS = ("submitted", "autograded", "feedback", "handback")
 
 
 class CourseError(UsageError, ValueError):
@@ -51,6 +51,7 @@ class Course:
     known: dict[str, str] = field(default_factory=dict)  # notebook -> assignment
     lock: object = None  # the open lock file, held while this process grades here
     notes: list[str] = field(default_factory=list)  # what opening the folder did that the instructor should know
+    set_up: bool = False  # this run released the notebooks into the folder (a new or interrupted course)
     exporter: object = field(default=None, repr=False, compare=False)  # feedback pages' (handback.page.feedback_exporter)
 
     def close(self) -> None:
@@ -218,7 +219,7 @@ def _open_locked(root: Path, notebooks: list[str] | None, db_url: str | None, sa
     if exchange:  # the config may have been extended
         notes += exchange
         config = course_config(root)
-    return Course(root, config, configured, known, notes=notes)
+    return Course(root, config, configured, known, notes=notes, set_up=state != "ready")
 
 
 def follow_moves(root: Path) -> list[str]:

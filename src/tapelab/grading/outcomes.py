@@ -135,7 +135,7 @@ class Outcomes:
         except Exception as error:
             self._warn(f"the late penalties could not be updated in the gradebook ({what(error)}): rerun")
         self.progress.say("refreshing feedback and grades.csv from the gradebook")
-        outputs = refreshed.refresh(self.course, self.state.entries)
+        outputs = refreshed.refresh(self.course, self.state.entries, written_earlier=self.pages_written)
         for problem in outputs.problems:
             self._warn(problem)
         self._rescore(outputs.rows)
@@ -150,6 +150,7 @@ class Outcomes:
                                       time.monotonic() - self.started, outputs.rows, self.state.inputs, written)
         report.update(execution=self.pool.description, warnings=self.warnings, interrupted=self.stopped,
                       nothing_to_grade=not candidates, lateness=late)
+        report["timing"]["course_set_up"] = self.course.set_up  # the wall time includes it
         try:
             reports.write_report(report_path, report)
         except WriteFailed as error:  # a full disk: the previous report.json stays whole; the caller says so
@@ -210,7 +211,7 @@ class Outcomes:
                 if (student, notebook) in have or earlier != "missing_notebook":
                     continue
                 cand = Candidate("", None, student, assignment, notebook)
-                entry = entry_of(cand, "missing_notebook", f"no `{notebook}` from {student} in this run",
+                entry = entry_of(cand, "missing_notebook", f"no `{notebook}` from {student} in {self.options.source.resolve()}",
                                  score=0.0, max_score=self.maxima.get(notebook))
                 self._complete(key, entry)
                 self.entries.append(entry)

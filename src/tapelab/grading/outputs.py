@@ -5,6 +5,7 @@ manual grading in formgrader, so neither file can keep a score the gradebook no 
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from tapelab.grading.grades import standings
@@ -29,21 +30,27 @@ def _what(error: BaseException) -> str:
     return f"{type(error).__name__}: {str(error)[:300]}"
 
 
-def refresh(course: Course, statuses: dict[str, dict], force: bool = False) -> Derived:
+def refresh(course: Course, statuses: dict[str, dict], force: bool = False,
+            written_earlier: Collection[str] = ()) -> Derived:
     """Regenerate the feedback pages whose gradebook rows changed (all with `force`), then grades.csv.
 
     `statuses` maps student/assignment/notebook to tapelab's last record of it (status, reason).
+    `written_earlier`: the pages this run already rendered (`tapelab grade` renders each as it is graded);
+    the summary counts a page written when this run wrote it at any point, else unchanged.
     A failure of either is a problem in the result, never an exception: the caller still reports. A write
     that fails (a full disk) is one problem, and nothing more is tried.
     """
-    from tapelab.grading.handback.refresh import refresh_feedback
+    from tapelab.grading.handback.refresh import HANDBACK, refresh_feedback
 
     out = Derived()
     try:
         out.feedback = refresh_feedback(course, force=force)
         pages = out.feedback
+        pages.written = sorted(set(pages.written) | set(written_earlier))
+        pages.unchanged = [key for key in pages.unchanged if key not in pages.written]
         out.written["feedback"] = (f"{course.root / 'feedback'}/ ({len(pages.written)} page(s) written, "
                                    f"{len(pages.unchanged)} unchanged, {len(pages.failed)} failed)")
+        out.written["pages to upload"] = f"{course.root / HANDBACK}/ (the feedback pages alone, for your LMS)"
         out.problems += list(pages.notes)
         out.problems += [f"the feedback of {f.student}/{f.assignment}/{f.notebook} was not written: {f.reason}"
                          for f in pages.failed]

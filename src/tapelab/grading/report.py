@@ -37,8 +37,9 @@ def build_report(run_id: str, protections: dict, entries: list[dict], seconds: l
     """The report: this run's inputs (`submissions`, `counts`, `timing`), the whole gradebook
     (`gradebook`, `distribution`; None when it could not be read), every input's history, what was written."""
     counts = {status: 0 for status in STATUSES}
-    for entry in entries:
-        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    for entry in entries:  # each status counts what this run decided; an unchanged input counts as skipped only
+        if not entry.get("unchanged"):
+            counts[entry["status"]] = counts.get(entry["status"], 0) + 1
     counts = {k: v for k, v in counts.items() if v}
     counts.update(total=len(entries), executed=len(seconds), skipped_unchanged=skipped,
                   failed=sum(v for k, v in counts.items() if k not in ("graded", "tampered", "superseded")))
@@ -50,7 +51,8 @@ def build_report(run_id: str, protections: dict, entries: list[dict], seconds: l
                    "median_seconds": round(statistics.median(seconds), 2) if seconds else None,
                    "p95_seconds": _percentile(seconds, 0.95)},
         "submissions": [{k: e.get(k) for k in ENTRY_FIELDS} | {"source": e.get("source"),
-                                                                  "regraded": e.get("regraded", False)}
+                                                                  "regraded": e.get("regraded", False),
+                                                                  "unchanged": e.get("unchanged", False)}
                         for e in entries],
         "gradebook": None if standings is None else [asdict(row) for row in standings],
         "distribution": None if standings is None else distribution(standings),
@@ -72,7 +74,7 @@ def _who(entry: dict) -> str:
 def _statuses(report: dict) -> list[str]:
     lines = [f"{'status':<18}{'count':>6}   who, and what to do"]
     for status, (_, todo) in STATUSES.items():
-        entries = [e for e in report["submissions"] if e["status"] == status]
+        entries = [e for e in report["submissions"] if e["status"] == status and not e.get("unchanged")]
         if not entries:
             continue
         if status == "graded":
@@ -83,8 +85,10 @@ def _statuses(report: dict) -> list[str]:
         lines.append(f"{status:<18}{len(entries):>6}   {names}{more}")
         lines.append(f"{'':<27}-> {todo}")
     counts = report["counts"]
-    lines.append(f"{'inputs':<18}{counts['total']:>6}   ({counts['skipped_unchanged']} unchanged since an "
-                 "earlier run, not regraded)")
+    if counts["skipped_unchanged"]:
+        lines.append(f"{'unchanged':<18}{counts['skipped_unchanged']:>6}   the same file as an earlier run: not "
+                     "regraded, its grade kept")
+    lines.append(f"{'inputs':<18}{counts['total']:>6}")
     return lines
 
 
@@ -92,8 +96,8 @@ def _scores(report: dict) -> list[str]:
     if report["distribution"] is None:
         return ["scores: the gradebook could not be read (see the warnings)"]
     bands = ("0-20%", "20-40%", "40-60%", "60-80%", "80-100%")
-    lines = ["scores, from the gradebook (every run, manual scores included; 0 when not submitted), and how many "
-             "submissions scored in each band of the max score:",
+    lines = ["scores, from the gradebook (every run, manual scores included), over the submitted notebooks only "
+             "(mean, median, min, max), and how many submissions scored in each band of the max score:",
              f"  {'notebook':<22}{'submitted':>10}{'mean':>7}{'median':>7}{'min':>6}{'max':>6}{'of':>5}  "
              + "".join(f"{band:>8}" for band in bands)]
     for d in report["distribution"]:
@@ -134,7 +138,8 @@ def summary_table(report: dict) -> str:
     lines = [f"tapelab grade: run {report['run_id']}", *_statuses(report), *_scores(report), *_lateness(report)]
     med, p95 = timing["median_seconds"], timing["p95_seconds"]
     lines.append(f"seconds per notebook: median {med if med is not None else '-'}, p95 "
-                 f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s (course set-up included)")
+                 f"{p95 if p95 is not None else '-'}; wall {timing['wall_seconds']} s"
+                 + (" (course set-up included)" if timing.get("course_set_up") else ""))
     execution = report.get("execution") or {}
     if execution.get("pool") == "dask":
         lines.append(f"executed on {len(execution['workers'])} Dask workers of {execution['scheduler']}")

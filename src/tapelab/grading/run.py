@@ -147,6 +147,7 @@ class Coordinator(Outcomes):
         self.recorded: set[int] = set()  # id() of every candidate with an entry
         self.seconds: list[float] = []
         self.skipped = 0
+        self.pages_written: set[str] = set()  # feedback pages rendered as their notebooks were graded
         self.queue: list[Candidate] = []
         self.in_flight: dict[int, tuple[Candidate, tuple]] = {}  # id(candidate) -> (candidate, task)
         self.stopped: str | None = None  # the signal that interrupted the run
@@ -184,7 +185,7 @@ class Coordinator(Outcomes):
         stored = None if self.options.force else self.state.unchanged(key, digest, FINAL)
         if stored:
             self.skipped += 1
-            entry = {**stored, "source": cand.source, "regraded": False}
+            entry = {**stored, "source": cand.source, "regraded": False, "unchanged": True}
             self._log("skipped", entry)
             return entry
         try:
@@ -242,7 +243,8 @@ class Coordinator(Outcomes):
         if flags:
             autograde.explain(self.course, cand.student, cand.assignment, cand.notebook, autograde.review_note(
                 flags, submitted.relative_to(self.course.root), prepared.originals))
-        refresh_feedback(self.course, only={key})  # now, while kernels run; a failure is retried at the end
+        self.pages_written.update(refresh_feedback(self.course, only={key}).written)  # now, while kernels run;
+        # a failure is retried by the refresh at the end, which counts these pages as written, not unchanged
         score, max_score = autograde.scores(self.course, cand.student, cand.assignment, cand.notebook)
         seconds = round(result["seconds"] + (time.monotonic() - started), 2)
         self.seconds.append(seconds)

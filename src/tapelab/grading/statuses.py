@@ -28,7 +28,7 @@ STATUSES: dict[str, tuple[str, str]] = {
     "missing_notebook": (
         "the student submitted other notebooks of this run but never this one (no earlier run graded it), "
         "or the student's folder (or its assignment folder) holds no notebook; scored 0",
-        "nothing, unless the student says it was uploaded elsewhere; the reason names the folder"),
+        "nothing, unless the student says it was uploaded elsewhere; the reason names the folder or zip read"),
     "superseded": (
         "an older file of the same student and notebook: a newer one was graded (by nbgrader's timestamp.txt, "
         "else the time in an LMS file name, else the file's time; the reason gives both), or the file "

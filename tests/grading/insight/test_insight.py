@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from grade_fixtures import BASIC, TINY, TINY_HIDDEN, released
+from guide import blocks, run_as_written
 from insight_class import GRADESCOPE_SCHEMA, CLASS, ERROR, HIDDEN, HOSTILE, NAMES, OK, SECONDS, STUB, build_class
 from tapelab.causes import CAUSES
 from tapelab.grading import exports
@@ -26,7 +27,6 @@ from tapelab.grading.insight import tables as insight
 from tapelab.grading.grades import standings
 from tapelab.grading.records import STATE_FILE, State
 from tapelab.grading.insight.review import review
-from tapelab.paths import REPO
 from tapelab.release import nbgrader_env
 
 NOTEBOOKS = (BASIC, TINY)
@@ -140,6 +140,33 @@ def test_the_page_escapes_student_text_and_allows_no_script(course, tmp_path):
     page = (tmp_path / "insight.html").read_text()
     assert HOSTILE not in page and "<script" not in page.lower() and "onerror=" not in page.replace("onerror=alert", "")
     assert "&lt;script&gt;" in page and "default-src 'none'" in page and page.count("data:image/png;base64,") == 2
+
+
+def test_the_page_says_what_its_plots_show_and_how_its_means_are_taken(course, tmp_path, monkeypatch):
+    """Does each plot's alt text give its counts (score bands, outcomes per exercise), the histogram count in
+    whole students, every fix show its code as code (no raw backtick), and the mean, on the page and in
+    insight-assignments.csv, be the one the page says: over the submitted notebooks?"""
+    from tapelab.grading.insight import page as insight_page
+
+    figures = []
+    monkeypatch.setattr(insight_page, "_png", lambda figure: figures.append(figure) or "data:image/png;base64,")
+    insight.write(course, _db(course), _rows(course), out=tmp_path)
+    page = (tmp_path / "insight.html").read_text()
+    data = json.loads((tmp_path / "insight.json").read_text())
+    for a in data["assignments"]:
+        bands = ", ".join(f"{band}: {count}" for band, count in zip(insight_page._BANDS, a["bins"]))
+        assert f"{a['notebook']}: {a['submitted']} submission(s) by share of the max score ({bands})" in page
+    one = next(e for e in data["exercises"] if e["grade_id"] == "ex1_1_test")
+    assert (f"exercise 1.1: {one['correct']} correct, {one['named']} named mistake" in page)
+    assert all(tick == int(tick) for figure in figures for tick in figure.axes[0].get_yticks())
+    fixes = [c["fix"] for e in data["exercises"] for c in e["causes"]]
+    assert any("`" in fix for fix in fixes) and "`" not in re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
+    assert "Mean, median, min and max are over the submitted notebooks only" in page
+    means = {row["notebook"]: float(row["mean"]) for row in csv.DictReader((tmp_path / "insight-assignments.csv").open())}
+    for a in data["assignments"]:
+        scores = [r.score for r in _rows(course) if r.notebook == a["notebook"] and r.submitted]
+        assert means[a["notebook"]] == a["mean"] == round(statistics.fmean(scores), 2)
+        assert len(scores) < a["students"]  # someone did not submit: over the class the mean would differ
 
 
 def test_the_change_since_the_last_run_shows_what_moved(course, tmp_path):
@@ -274,15 +301,11 @@ def test_commands_refuse_a_folder_that_is_not_a_course_and_an_unknown_exercise(c
     assert unknown.returncode == 2 and "pass one of: 1.1" in unknown.stderr
 
 
-GUIDE = REPO / "docs" / "instructor-guide.md"
 SECTION = "## 8. After grading"
 
 
 def _guide_block() -> str:
-    text = GUIDE.read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", 1)]
-    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    (block,) = blocks(SECTION)
     return block
 
 
@@ -292,8 +315,7 @@ def test_the_guides_after_grading_commands_run_as_written(course, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "tapelab-2026").symlink_to(course)
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", _guide_block()], cwd=home, text=True,
-                          env={**nbgrader_env(), "HOME": str(home)}, capture_output=True, timeout=600)
+    done = run_as_written(_guide_block(), home)
     assert done.returncode == 0, done.stderr
     assert json.loads((course / insight.INSIGHT_DIR / "insight.json").read_text())["students"] == len(CLASS)
     assert (course / insight.INSIGHT_DIR / "insight-assignments.csv").is_file()

@@ -119,6 +119,18 @@ _ATTRIBUTES = {"a": {"title"}, "abbr": {"title"}, "acronym": {"title"}, "img": {
 _LINK = re.compile(r"(https?://|mailto:|#)[^\x00-\x20\x7f]*", re.IGNORECASE)
 _INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/]*={0,2}")
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif")
+# An image the policy left without a source (a web or file URL, which the page's policy would not load
+# either): its alt text (already escaped by bleach) instead of a broken image.
+_IMAGE_TAG = re.compile(r"""<img((?:\s+[\w-]+=(?:"[^"]*"|'[^']*'))*)\s*/?>""")  # as bleach writes it: quoted
+_ALT = re.compile(r"""\salt=(?:"([^"]*)"|'([^']*)')""")
+
+
+def _alt_for_sourceless(tag: re.Match) -> str:
+    attributes = tag.group(1)
+    if re.search(r"\ssrc=", attributes):
+        return tag.group(0)
+    alt = _ALT.search(attributes)
+    return html.escape(html.unescape(alt.group(1) or alt.group(2) or ""), quote=False) if alt else ""
 
 
 def _allowed_attribute(tag: str, name: str, value: str) -> bool:
@@ -172,10 +184,11 @@ class InertNotebook(SanitizeHTML):
 
     def sanitize_html_tags(self, html_str: str) -> str:
         """bleach.clean with this policy; `data:` passes bleach's scheme check, then `_allowed_attribute`
-        keeps it for inline images only."""
-        return bleach.clean(html_str, tags=self.tags, attributes=self.attributes,
-                            protocols=[*bleach.ALLOWED_PROTOCOLS, "data"], strip=self.strip,
-                            strip_comments=self.strip_comments)
+        keeps it for inline images only; an image left without a source shows its alt text."""
+        clean = bleach.clean(html_str, tags=self.tags, attributes=self.attributes,
+                             protocols=[*bleach.ALLOWED_PROTOCOLS, "data"], strip=self.strip,
+                             strip_comments=self.strip_comments)
+        return _IMAGE_TAG.sub(_alt_for_sourceless, clean)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         roles = _roles(resources)

@@ -9,7 +9,9 @@ every grade and comment of the submission in the gradebook, the late penalty and
 course folder. That file is only a cache: when it is unreadable every page is rendered again.
 
 Beside each page go the two files `nbgrader release_feedback` reads from feedback/: timestamp.txt
-and submission_secret.txt, copied from submitted/ (`intake.stored` writes them there).
+and submission_secret.txt, copied from submitted/ (`intake.stored` writes them there). The secret
+must not reach students, so the folder to upload to an LMS is handback/: the same pages, alone, at
+handback/<student>/<assignment>/<notebook>.html (copied when written, or when the copy is missing).
 """
 from __future__ import annotations
 
@@ -31,9 +33,10 @@ from tapelab.grading.records import State, WriteFailed, atomic_write_text
 from tapelab.grading.grades.standings import submission_rows
 from tapelab.grading.intake.stored import SECRET_FILE, TIMESTAMP_FILE, nbgrader_timestamp
 
-__all__ = ["FEEDBACK_STATE", "Failure", "Refreshed", "refresh_feedback"]
+__all__ = ["FEEDBACK_STATE", "HANDBACK", "Failure", "Refreshed", "refresh_feedback"]
 
 FEEDBACK_STATE = "feedback-state.json"
+HANDBACK = "handback"  # the pages alone, to upload to an LMS (feedback/ also holds nbgrader's secrets)
 _SCHEMA = {"type": "object", "required": ["version", "pages"],
            "properties": {"version": {"const": 1},
                           "pages": {"type": "object", "additionalProperties": {"type": "string"}}}}
@@ -81,6 +84,13 @@ def _submission_file(course: Course, page: _Page, name: str) -> str:
     text = secrets.token_hex(64)
     atomic_write_text(course.root / "submitted" / page.student / page.assignment / name, text)
     return text
+
+
+def _copy_for_upload(course: Course, page: _Page, target: Path, written: bool) -> None:
+    """The page at handback/<student>/<assignment>/<notebook>.html, beside no other file."""
+    upload = course.path(HANDBACK, page.student, page.assignment, page.notebook, ext=".html")
+    if written or not upload.is_file():
+        atomic_write_text(upload, target.read_text(encoding="utf-8"))
 
 
 def _hand_in_files(course: Course, page: _Page) -> None:
@@ -188,7 +198,8 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
                                        "and run `tapelab feedback` again"))
             continue
         digest = _digest(renderer, raw, page)
-        if not force and stored.get(key) == digest and target.is_file():
+        fresh = force or stored.get(key) != digest or not target.is_file()
+        if not fresh:
             done.unchanged.append(key)
         else:
             try:
@@ -202,6 +213,11 @@ def refresh_feedback(course: Course, force: bool = False, only: Collection[str] 
                 continue
             done.written.append(key)
         digests[key] = digest
+        try:
+            _copy_for_upload(course, page, target, written=fresh)
+        except (OSError, ValueError) as error:
+            done.notes.append(f"{course.root / HANDBACK} lacks the page {target.name} of {page.student} ({error}): "
+                              "fix the cause and run `tapelab feedback` again before uploading that folder")
         try:
             _hand_in_files(course, page)
         except (OSError, ValueError) as error:

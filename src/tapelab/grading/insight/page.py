@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from html import escape
 
 __all__ = ["render", "CSP"]
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-_COLOURS = {"correct": "#1e7e34", "named": "#b3261e", "unnamed": "#e8710a", "hidden_only": "#8a6d00",
+# Each outcome has a colour and a hatching of its own, so the bars read without telling colours apart.
+_COLOURS = {"correct": "#1e7e34", "named": "#b3261e", "unnamed": "#e8710a", "hidden_only": "#5b3e96",
             "not_attempted": "#9aa0a6"}
+_HATCHES = {"correct": "", "named": "//", "unnamed": "\\\\", "hidden_only": "xx", "not_attempted": ".."}
+_BANDS = ("0-20%", "20-40%", "40-60%", "60-80%", "80-100%")
+_CODE = re.compile(r"`([^`]+)`")
 _OUTCOME_NAMES = {"correct": "correct", "named": "named mistake", "unnamed": "wrong, no cause named",
                   "hidden_only": "wrong on hidden inputs only", "not_attempted": "not attempted"}
 _STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#202124}
@@ -46,31 +51,56 @@ def load_plotting() -> None:
     import matplotlib.figure  # noqa: F401
 
 
+def _code(text: str) -> str:
+    """`text` escaped, its Markdown code spans (`x`) as <code>."""
+    return _CODE.sub(r"<code>\1</code>", escape(text))
+
+
+def _mine(insight: dict, notebook: str) -> list[dict]:
+    return [e for e in insight["exercises"] if e["notebook"] == notebook]
+
+
 def _plots(insight: dict) -> dict[str, str]:
-    """One figure per notebook: its score histogram beside the outcome of each exercise (stacked shares)."""
+    """One figure per notebook with submissions: its score histogram (whole students on the axis) beside the
+    outcome of each exercise (stacked shares, each outcome coloured and hatched, the legend beside the bars)."""
     load_plotting()
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     out = {}
     for a in insight["assignments"]:
-        mine = [e for e in insight["exercises"] if e["notebook"] == a["notebook"]]
-        figure = Figure(figsize=(9, 2.6))
+        if not a["submitted"]:
+            continue
+        mine = _mine(insight, a["notebook"])
+        figure = Figure(figsize=(10, 2.6))
         left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})
-        left.bar(["0-20%", "20-40%", "40-60%", "60-80%", "80-100%"], a["bins"], color="#1a4fa0")
+        left.bar(_BANDS, a["bins"], color="#1a4fa0")
+        left.yaxis.set_major_locator(MaxNLocator(integer=True))
+        left.set_ylabel("students", fontsize=7)
         left.set_title(f"scores of {a['submitted']} submission(s)", fontsize=9)
         left.tick_params(labelsize=7)
         bottom = [0.0] * len(mine)
         for outcome, colour in _COLOURS.items():
             shares = [e[f"share_{outcome}"] or 0.0 for e in mine]
-            right.barh([e["exercise"] for e in mine], shares, left=bottom, color=colour, label=_OUTCOME_NAMES[outcome])
+            right.barh([e["exercise"] for e in mine], shares, left=bottom, color=colour, hatch=_HATCHES[outcome],
+                       edgecolor="white", label=_OUTCOME_NAMES[outcome])
             bottom = [b + s for b, s in zip(bottom, shares)]
         right.set_xlim(0, 1)
         right.invert_yaxis()
         right.set_title("share of submissions, per exercise", fontsize=9)
         right.tick_params(labelsize=7)
-        right.legend(fontsize=6, loc="lower right", framealpha=0.8)
+        right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
         out[a["notebook"]] = _png(figure)
     return out
+
+
+def _alt(insight: dict, a: dict) -> str:
+    """What the figure of notebook `a` shows, in words and counts."""
+    bands = ", ".join(f"{band}: {count}" for band, count in zip(_BANDS, a["bins"]))
+    exercises = "; ".join(f"exercise {e['exercise']}: " + ", ".join(f"{e[k]} {_OUTCOME_NAMES[k]}" for k in _COLOURS)
+                          for e in _mine(insight, a["notebook"]))
+    return (f"{a['notebook']}: {a['submitted']} submission(s) by share of the max score ({bands}). "
+            f"Outcomes of the submissions per exercise: {exercises}.")
 
 
 def _table(heads: list[str], rows: list[list[str]]) -> str:
@@ -100,7 +130,8 @@ def _late(late: dict, names: bool) -> str:
 def _assignments(insight: dict, plots: dict[str, str]) -> str:
     parts = ["<h2 id='assignments'>Assignments</h2>",
              f"<p>Late policy: {escape(insight['late_rule'])}; deadlines and penalties as the gradebook holds "
-             "them.</p>"]
+             "them. Mean, median, min and max are over the submitted notebooks only: a student who sent nothing "
+             "counts in students, not in the scores.</p>"]
     for a in insight["assignments"]:
         statuses = ", ".join(f"{escape(k)}: {v}" for k, v in a["statuses"].items())
         grading = a["grading"]
@@ -113,7 +144,10 @@ def _assignments(insight: dict, plots: dict[str, str]) -> str:
               f"{grading['executions']} execution(s), {_num(grading['total_seconds'])} s in all, median "
               f"{_num(grading['median_seconds'])} s"]]))
         parts.append(_late(a["late_policy"], insight["names"]))
-        parts.append(f"<img alt='scores and outcomes of {escape(a['notebook'])}' src='{plots[a['notebook']]}'>")
+        if a["notebook"] in plots:
+            parts.append(f"<img alt='{escape(_alt(insight, a))}' src='{plots[a['notebook']]}'>")
+        else:
+            parts.append(f"<p>No submissions of {escape(a['notebook'])} yet: nothing to plot.</p>")
     return "".join(parts)
 
 
@@ -126,11 +160,11 @@ def _exercises(insight: dict) -> str:
                             [[str(e["submitted"]), *(f"{e[k]} ({_pct(e[f'share_{k}'])})" for k in _COLOURS)]]))
         if e["causes"]:
             summary = ", ".join(f"{_pct(c['share'])} {c['title']}" for c in e["causes"])
-            parts.append(f"<p>{escape(e['exercise'])}: {escape(summary)}</p>")
+            parts.append(f"<p>{escape(e['exercise'])}: {_code(summary)}</p>")
         for c in e["causes"]:
             ex = c["example"]
-            parts.append(f"<p><b>{escape(c['title'])}</b> (<code>{escape(c['cause'])}</code>): {c['students']} "
-                         f"student(s), {_pct(c['share'])}. Fix: {escape(c['fix'])}<br>Example, "
+            parts.append(f"<p><b>{_code(c['title'])}</b> (<code>{escape(c['cause'])}</code>): {c['students']} "
+                         f"student(s), {_pct(c['share'])}. Fix: {_code(c['fix'])}<br>Example, "
                          f"{escape(ex['student'])}:</p><pre>{escape(ex['answer'])}</pre>"
                          + (f"<pre>{escape(ex['message'])}</pre>" if ex["message"] else ""))
     return "".join(parts)
@@ -142,8 +176,8 @@ def _ranking(insight: dict) -> str:
                        [[escape(f"{r['notebook']} {r['exercise']}"), _pct(r["share_not_correct"]), str(r["submitted"])]
                         for r in ranking["exercises"]])
     causes = _table(["cause", "students", "in exercises", "fix"],
-                    [[f"{escape(c['title'])} (<code>{escape(c['cause'])}</code>)", str(c["students"]),
-                      escape(", ".join(c["exercises"])), escape(c["fix"])] for c in ranking["causes"]])
+                    [[f"{_code(c['title'])} (<code>{escape(c['cause'])}</code>)", str(c["students"]),
+                      escape(", ".join(c["exercises"])), _code(c["fix"])] for c in ranking["causes"]])
     return f"<h2 id='ranking'>What most needs class time</h2><h3>Exercises</h3>{exercises}<h3>Causes</h3>{causes}"
 
 
