@@ -69,3 +69,12 @@ def test_no_timings_or_progress_bars_in_outputs(name):
         for output in cell.get("outputs", []):
             text = output.get("text", "")
             assert not re.search(r"\d+(\.\d+)?\s?(ms|s)/step|ETA|\d+/\d+ \[=", text), text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_markdown_cells_are_short(name):
+    """Is every markdown cell's prose (its fenced code aside) about 150 words at most, one idea a cell?"""
+    for cell in _cells(name):
+        if cell.cell_type == "markdown":
+            words = len(re.sub(r"```.*?```", "", cell.source, flags=re.S).split())
+            assert words <= 160, f"markdown cell {cell.get('id')} has {words} words: split it or say less"
