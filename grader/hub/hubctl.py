@@ -139,10 +139,9 @@ def set_up_exchange(course: Path, instructor: str) -> None:
 def hub_pid() -> int | None:
     try:
         pid = int((RUN / "jupyterhub.pid").read_text())
-        os.kill(pid, 0)
     except (OSError, ValueError):
         return None
-    return pid
+    return pid if alive(pid) else None
 
 
 def answers_at(url: str) -> bool:
@@ -245,22 +244,25 @@ def close_feedback(course: Path, assignment: str) -> None:
             os.chmod(released, 0o640)
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, whose parent has gone without reaping it, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def end(pid: int, grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds."""
     try:
         os.kill(pid, signal.SIGTERM)
     except OSError:
         return
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    try:
+    if alive(pid):
         os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def processes_of(uids: set[int]) -> list[int]:
@@ -281,11 +283,10 @@ def stop() -> None:
     pid = hub_pid()
     if pid:
         end(pid)  # JupyterHub stops every user's server and the proxy it started
-    for pid_file in ("proxy.pid",):
-        try:
-            end(int((RUN / pid_file).read_text()))
-        except (OSError, ValueError):
-            pass
+    try:
+        end(int((RUN / "proxy.pid").read_text()))  # the proxy outlives a hub killed with SIGKILL
+    except (OSError, ValueError):
+        pass
     users = demo_users()
     for pid in processes_of({u.pw_uid for u in users}):
         end(pid, grace=3.0)

@@ -145,11 +145,14 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
             expect(fetched).to_be_visible(timeout=TIMEOUT)
             fill_answers(s1, home1 / NOTEBOOK / f"{NOTEBOOK}.ipynb")
 
-            page.locator("#fetched_assignments_list").get_by_text(NOTEBOOK, exact=True).first.click()  # unfold
+            page.locator("#fetched_assignments_list a.assignment-notebooks-link", has_text=NOTEBOOK).click()  # unfold
             validate = page.locator("#fetched_assignments_list").get_by_role("button", name="Validate")
             validate.first.click()
             dialog = page.locator(".jp-Dialog")
-            expect(dialog).to_contain_text("Exercise", timeout=TIMEOUT)  # a failing test: the dialog names it
+            expect(dialog).to_contain_text("Validation Results", timeout=TIMEOUT)
+            expect(dialog).to_contain_text("Incorrect: exercise 1.2", timeout=1000)  # 1.1 passes: not listed
+            expect(dialog).not_to_contain_text("exercise 1.1", timeout=1000)
+            page.screenshot(path=str(tmp_path / "validate.png"))
             dialog.get_by_role("button").last.click()
             page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").first.click()
             expect(page.locator("#submitted_assignments_list")).to_contain_text(NOTEBOOK, timeout=TIMEOUT)
