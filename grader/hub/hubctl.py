@@ -220,7 +220,7 @@ def grade(assignment: str) -> None:
     nbgrader = ENV / "bin" / "nbgrader"
     run(nbgrader, "collect", assignment, user=instructor, cwd=course)
     say(f"collected {assignment}; grading with tapelab")
-    status = subprocess.run([sys.executable, "-m", "tapelab", "grade", str(course / "submitted"),
+    status = subprocess.run([str(Path(sys.executable).parent / "tapelab"), "grade", str(course / "submitted"),
                              "--course", str(course)]).returncode
     chown_tree(course, instructor)
     if status != 0:
