@@ -7,12 +7,14 @@ ROOT (TAPELAB_HUB_ROOT, default /srv/tapelab-hub):
                    as `tapelab_hub_exchange`. Every server runs from it; the instructor's adds the answers.
   student-config/  binder/jupyter's settings (no formgrader, no Create Assignment) and the students'
                    nbgrader_config.py (the exchange, the closing submit)
+                   JupyterLab's defaults (LAB_DEFAULTS) go in its share/jupyter/lab/settings/overrides.json.
   proxy/           configurable-http-proxy from npm, as grader/hub/package-lock.json pins it
 Each part is rebuilt only when what it is made from changed (a stamp holds a digest of its inputs).
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +29,9 @@ HERE = Path(__file__).resolve().parent
 STAMP = ".tapelab-hub-stamp"
 # The lock's pins that Debian's Python 3.11.2 cannot use, and what the hub's environment takes instead.
 DEBIAN_PINS = {"soupsieve": "soupsieve==2.8.3"}  # 3.x needs Python >= 3.11.5 (its `re` possessive quantifiers)
+
+# JupyterLab defaults for every user of the hub: no calls home (news, update checks) from the page or the server.
+LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"checkForUpdates": False, "fetchNews": "false"}}
 
 
 def digest(*paths: Path) -> str:
@@ -62,8 +67,8 @@ def course_requirements(repo: Path) -> str:
 
 def build_env(repo: Path) -> None:
     """The venv every server runs from; tapelab is reinstalled alone when only its code changed."""
-    deps = digest(repo / "binder" / "requirements.txt", HERE / "requirements.txt", Path(__file__))
-    code = digest(repo / "src", repo / "pyproject.toml", HERE / "exchange.py")
+    deps = digest(repo / "binder" / "requirements.txt", HERE / "requirements.txt")
+    code = digest(repo / "src", repo / "pyproject.toml", HERE / "exchange.py", Path(__file__))
     built = (ENV / STAMP).read_text().split("\n") if (ENV / STAMP).is_file() else []
     if built == [deps, code]:
         return
@@ -83,6 +88,9 @@ def build_env(repo: Path) -> None:
     site = Path(subprocess.run([str(ENV / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     shutil.copy(HERE / "exchange.py", site / "tapelab_hub_exchange.py")
+    settings = ENV / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "overrides.json").write_text(json.dumps(LAB_DEFAULTS, indent=2))
     check(["chmod", "-R", "a+rX,go-w", str(ENV)], "opening the environment to every user")
     (ENV / STAMP).write_text(f"{deps}\n{code}")
 
