@@ -25,7 +25,7 @@ import pytest
 from answers import mistakes, reference_answers
 from browser.labserver import CHROMIUM, CHROMIUM_ARGS
 
-pytestmark = [pytest.mark.browser, pytest.mark.heavy(150)]
+pytestmark = [pytest.mark.browser, pytest.mark.heavy(340)]
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "grader" / "hub"))
@@ -65,6 +65,42 @@ def make(*args: str) -> subprocess.CompletedProcess:
 
 def as_user(user: str, *command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True, text=True)
+
+
+LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1 as /proc/net/tcp{,6} write them
+
+
+def listening_addresses(pids: list[int]) -> set[str]:
+    """The local addresses of every listening TCP socket the processes `pids` hold."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    addresses = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                addresses.add(fields[1])
+    return addresses
+
+
+def hub_processes(uids: set[int]) -> list[int]:
+    """The hub, its proxy, and every process of the demo users (their servers and kernels)."""
+    pids = [int((RUN / name).read_text()) for name in ("jupyterhub.pid", "proxy.pid")]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _owned(entry, uids):
+            pids.append(int(entry.name))
+    return pids
 
 
 def fill_answers(student: str, notebook: Path) -> None:
@@ -198,6 +234,12 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
         finally:
             context.close()
             browser.close()
+
+    # Every socket the hub, the proxy, the servers and their kernels listen on is on the loopback address.
+    uids = {pwd.getpwnam(name).pw_uid for name in (instructor, s1, s2)}
+    addresses = listening_addresses(hub_processes(uids))
+    assert len(addresses) >= 5, addresses  # proxy, its API, the hub, two servers at least
+    assert {address.split(":")[0] for address in addresses} <= LOOPBACK, addresses
 
     # Student 2, as its own Unix user, knowing every path, reads nothing of student 1's or the instructor's.
     inbound = EXCHANGE / "tapelab" / "inbound"
