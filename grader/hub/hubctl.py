@@ -82,10 +82,9 @@ def accounts(students: int, port: int) -> dict:
     saved = RUN / "accounts.json"
     if saved.is_file():
         return json.loads(saved.read_text())
-    password = lambda: secrets.token_urlsafe(12)  # noqa: E731
-    return {"url": f"http://127.0.0.1:{port}", "course": COURSE_ID,
-            "instructor": {"name": INSTRUCTOR, "password": password()},
-            "students": [{"name": f"tl-student{i}", "password": password()} for i in range(1, students + 1)]}
+    names = [INSTRUCTOR, *(f"tl-student{i}" for i in range(1, students + 1))]
+    people = [{"name": name, "password": secrets.token_urlsafe(12)} for name in names]
+    return {"url": f"http://127.0.0.1:{port}", "course": COURSE_ID, "instructor": people[0], "students": people[1:]}
 
 
 def make_user(name: str) -> None:
