@@ -258,6 +258,14 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
     assert as_user(s2, "ls", str(inbound)).returncode != 0
     assert as_user(s1, "cat", str(released_feedback)).returncode == 0  # its owner reads it
     assert not list(inbound.glob(f"{s2}+*")), "student 2 submitted nothing"
+
+    # Graded mode: the students' environment has tapelab without the answers.
+    graded_mode = as_user(s2, str(build.ENV / "bin" / "python"), "-c",
+                          "import importlib.util\n"
+                          "assert importlib.util.find_spec('tapelab_answers') is None\n"
+                          "from tapelab.exercises.basic_tape import ex1_1\n"
+                          "ex1_1.solution()\n")
+    assert graded_mode.returncode == 0 and "is locked for this course" in graded_mode.stdout, graded_mode
     report = json.loads(as_user(instructor, "cat", str(Path(pwd.getpwnam(instructor).pw_dir) / "course"
                                                          / "report.json")).stdout)
     assert report, "tapelab grade wrote its report into the instructor's course folder"
