@@ -5,7 +5,9 @@ the Assignments tab, answers Exercise 1.1 right and 1.2 with a known mistake, va
 student 2 submits nothing; `make hub-grade` collects, grades with tapelab and releases feedback; student 1
 fetches it and the page names the mistake. As student 2's Unix user, none of student 1's files, the
 instructor's course folder, the hub's secrets or the proxy's token can be read; formgrader answers the
-instructor and no student. `make hub-stop` runs even when the walk fails, and must leave no process and no
+instructor and no student; every listening socket is on the loopback address; the students' environment
+has no answers (graded mode). The answers are written into the fetched notebook as the student's Unix user
+(what typing them would save); Validate and Submit are clicked in the page. `make hub-stop` runs even when the walk fails, and must leave no process and no
 demo user. The timings go to test-output/hub-timings.json; screenshots go to the test's tmp_path.
 """
 from __future__ import annotations
