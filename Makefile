@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv chromium postgres axe release outputs lock bench mutants clean
+.PHONY: lab test venv chromium postgres axe release outputs lock bench mutants clean hub hub-grade hub-stop
 
 venv: $(VENV)/.installed
 
@@ -46,6 +46,20 @@ postgres:
 	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then echo "postgresql present"; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
 	else echo "PostgreSQL is missing: run 'sudo make postgres' (apt-get install -y postgresql)" >&2; exit 1; fi
+
+# The course on a JupyterHub on 127.0.0.1 (as root; docs/instructor-guide.md, "Running the course on a hub"):
+# an instructor and HUB_STUDENTS demo students, nbgrader's exchange, the six notebooks released.
+# `make hub-grade A=01_basic_tape` collects, grades with tapelab and releases feedback; `make hub-stop` ends it all.
+HUB_PORT ?= 8000
+HUB_STUDENTS ?= 3
+hub: venv
+	$(BIN)/python grader/hub/hubctl.py start --port $(HUB_PORT) --students $(HUB_STUDENTS)
+
+hub-grade: venv
+	$(BIN)/python grader/hub/hubctl.py grade $(A)
+
+hub-stop: venv
+	$(BIN)/python grader/hub/hubctl.py stop
 
 # Everything: unit, checker, release, grading (local, Dask, PostgreSQL), browser and Binder tests,
 # plus strict nbval on solutions/.
