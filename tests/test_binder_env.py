@@ -75,7 +75,9 @@ def _build_and_run(tmp_path: Path) -> None:
                JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"), JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"), IPYTHONDIR=str(tmp_path / "ipython"))
 
-    _run([bin_dir / "pip", "install", "-q", "-r", "binder/requirements.txt"], env, repo, timeout=1200)
+    # --no-compile: byte-compiling all of TensorFlow's ~2 GB is most of the install's CPU and tests nothing of
+    # binder/; the kernel compiles the modules it imports.
+    _run([bin_dir / "pip", "install", "-q", "--no-compile", "-r", "binder/requirements.txt"], env, repo, timeout=1200)
     _run(["bash", "binder/postBuild"], env, repo, timeout=600)
     _run([bin_dir / "pip", "check"], env, repo, timeout=120)
 

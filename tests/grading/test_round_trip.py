@@ -1,10 +1,11 @@
 """The grading round trip through the real `nbgrader autograde`, for every notebook, and whether the
 instant check a student sees agrees with the grade nbgrader records, on mutants."""
+import nbformat
 import pytest
 
 from course import results, round_trip_submissions, grade_cell_of
 from mutation.harness import disagreements, discover
-from tapelab.paths import assignment_names
+from tapelab.paths import NOTEBOOKS, assignment_names
 
 pytestmark = pytest.mark.heavy(500)  # seconds, about: scheduled first (tests/conftest.py)
 
@@ -72,3 +73,29 @@ def test_instant_check_agrees_with_nbgrader(graded_course, agreement_tiers, note
     assert mine, f"no agreement submission for {notebook}"
     found = [str(d) for t in mine for d in disagreements(graded_course, t)]
     assert not found, "\n".join(found)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("notebook", assignment_names())
+def test_run_all_with_stubs_reaches_the_end(graded_course, notebook):
+    """Does Run All on the untouched student notebook fail only in exercise check cells, as not attempted?
+
+    The blank submission is the committed student notebook (asserted below) and nbgrader ran every cell
+    of it, going on past errors: its autograded copy is that Run All, so the notebook runs once here."""
+    shipped = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
+    ran = nbformat.read(graded_course / "autograded" / "blank" / notebook / f"{notebook}.ipynb", as_version=4)
+    assert [c.source for c in ran.cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")] \
+        == [c.source for c in shipped.cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")]
+    unexpected = []
+    for cell in ran.cells:
+        if cell.cell_type != "code":
+            continue
+        errors = [out.ename for out in cell.get("outputs", []) if out.output_type == "error"]
+        if cell.metadata.get("nbgrader", {}).get("grade", False):  # an exercise's check cell
+            if errors != ["NotAttempted"]:
+                unexpected.append((cell.id, errors or "no error: the stub passed its check?"))
+        elif errors and "raises-exception" not in cell.metadata.get("tags", []):
+            unexpected.append((cell.id, errors))
+    assert not unexpected, f"{notebook}: cells that fail in Run All with stubs: {unexpected}"
+    last = next(c for c in reversed(ran.cells) if c.cell_type == "code")
+    assert last.get("execution_count") is not None, f"{notebook}: Run All did not reach the last code cell"
