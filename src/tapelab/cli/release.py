@@ -45,9 +45,10 @@ def _repository(given: Path | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    _repository(args.repo)
-    from tapelab.release import release
+    from tapelab.release import release  # first: without the course extra, that is what to say
     from tapelab.release_answers import ANSWER_DATA
+
+    _repository(args.repo)
 
     for path in release(args.names or None, out=args.out or NOTEBOOKS, answers=args.answers,
                         answer_data=ANSWER_DATA):
