@@ -113,28 +113,19 @@ def test_a_full_disk_fails_in_one_line_and_keeps_the_previous_file(course, disk,
     assert not [p.name for p in disk.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_feedback_on_a_full_disk_fails_in_one_line_and_keeps_the_pages(course, disk, capsys):
-    """Does `tapelab feedback --force` on a course whose disk is full end with exit 1 and one line naming the
-    page it could not write, with every page, grades.csv and the insight as they were?"""
+@pytest.mark.parametrize("fault,code,says", [(_fill, 1, "no space is left on the disk"), (_read_only, 2, "read-only")],
+                         ids=["full-disk", "read-only"])
+def test_feedback_on_a_faulty_disk_fails_in_one_line_and_keeps_the_pages(course, disk, capsys, fault, code, says):
+    """Does `tapelab feedback --force` end in one line naming the feedback folder, with every page, grades.csv
+    and the insight as they were: exit 1 when the disk is full part way, exit 2 when the course folder is
+    read-only (refused before any work)?"""
     copy = shutil.copytree(course, disk / "course")
     assert _run(capsys, ["feedback", "--course", str(copy)])[0] == 0
     before = _digests(copy)
-    _fill(disk)
-    code, _, err = _run(capsys, ["feedback", "--course", str(copy), "--force"])
+    fault(disk)
+    got, _, err = _run(capsys, ["feedback", "--course", str(copy), "--force"])
     line = _one_line(err)
-    assert code == 1 and str(copy / "feedback") in line and "no space is left on the disk" in line, line
-    assert _digests(copy) == before
-
-
-def test_feedback_on_a_read_only_course_is_refused_before_any_work(course, disk, capsys):
-    """Is `tapelab feedback` on a read-only course folder refused up front (exit 2), in one line?"""
-    copy = shutil.copytree(course, disk / "course")
-    assert _run(capsys, ["feedback", "--course", str(copy)])[0] == 0
-    before = _digests(copy)
-    _read_only(disk)
-    code, _, err = _run(capsys, ["feedback", "--course", str(copy), "--force"])
-    line = _one_line(err)
-    assert code == 2 and str(copy / "feedback") in line and "read-only" in line, line
+    assert got == code and str(copy / "feedback") in line and says in line, line
     assert _digests(copy) == before
 
 

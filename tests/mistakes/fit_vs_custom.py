@@ -1,5 +1,16 @@
 """Realistic wrong answers for 06_fit_vs_custom, each with words its feedback must contain."""
+import tapelab_answers
+
 from answers import Mistake
+
+
+def _reference_edited(number: str, *edits: tuple[str, str]) -> str:
+    """Exercise `number`'s reference answer with each (old, new) edit made everywhere (each must apply)."""
+    code = tapelab_answers.answer(number).solution
+    for old, new in edits:
+        assert old in code, (number, old)
+        code = code.replace(old, new)
+    return code
 
 _BUILD = '''
     inputs = keras.Input((n_features,))
@@ -385,25 +396,6 @@ def make_custom_model(n_features=1):
             return {{m.name: m.result() for m in self.metrics}}
 ''' + _BUILD
 
-_STEP_61_SCALED = '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            {unpack}
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
-                else:
-                    metric.update_state(y, y_pred)
-            return {{m.name: m.result() for m in self.metrics}}
-''' + _BUILD
-
 _STEP_62 = _TRACKED_INIT + '''
         @property
         def metrics(self):
@@ -430,10 +422,12 @@ MISTAKES["ex6_1_answer"] += [
     Mistake("the first edition's step (equal batches, float32 only)",
             _STEP_61.format(target="loss", update="loss"), "sample_weight=tf.shape(x)[0]"),
     Mistake("the second edition's step (`x, y = data`, given sample weights)",
-            _STEP_61_SCALED.format(unpack="x, y = data"), "unpack_x_y_sample_weight(data)"),
+            _reference_edited("6.1", ("x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)",
+                                      "x, y = data"), (", sample_weight=sample_weight)", ")")),
+            "unpack_x_y_sample_weight(data)"),
     Mistake("sample weights unpacked but never used",
-            _STEP_61_SCALED.format(
-                unpack="x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)"), "without the sample weights"),
+            _reference_edited("6.1", ("y_pred=y_pred, sample_weight=sample_weight)", "y_pred=y_pred)")),
+            "without the sample weights"),
 ]
 MISTAKES["ex6_2_answer"] += [
     Mistake("tracker not weighted by batch size",
