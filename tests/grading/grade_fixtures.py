@@ -80,7 +80,14 @@ def released(course: Path, notebook: str) -> nbformat.NotebookNode:
 def fill(course: Path, notebook: str, answers: dict[str, str], extra: list[str] = (),
          edit=None) -> nbformat.NotebookNode:
     """The released notebook with `answers` by grade id and `extra` cells after the setup cell."""
-    nb = copy.deepcopy(released(course, notebook))
+    return fill_copy(released(course, notebook), answers, extra, edit)
+
+
+def fill_copy(student_copy: nbformat.NotebookNode, answers: dict[str, str], extra: list[str] = (),
+              edit=None) -> nbformat.NotebookNode:
+    """A student's copy of `student_copy` (a released notebook) with `answers` by grade id and `extra` cells
+    after the setup cell."""
+    nb = copy.deepcopy(student_copy)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in answers:
