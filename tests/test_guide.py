@@ -1,6 +1,7 @@
 """The instructor guide runs as written from a fresh shell: its first command puts the venv on PATH, and
-every command its sections name is found after it (sections 7 and 8 are run whole by
-tests/grading/test_two_days.py and tests/grading/insight/test_insight.py, through `guide.run_as_written`)."""
+every command its sections name is found after it (sections 1, 3, 4 and 6 are run by tests/test_guide_sections.py,
+7 and 8 whole by tests/grading/test_two_days.py and tests/grading/insight/test_insight.py, through
+`guide.run_as_written`)."""
 from __future__ import annotations
 
 import re
