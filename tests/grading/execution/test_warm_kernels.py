@@ -280,6 +280,31 @@ def test_what_a_zygote_preloads_follows_the_instructors_imports(tmp_path):
     assert "tensorflow" not in zygote_module.LIGHT and set(zygote_module.LIGHT) < set(zygote_module.PRELOAD)
 
 
+KERNEL_INIT = """
+import importlib, json, sys
+for module in sys.argv[1].split(","):
+    importlib.import_module(module)
+before = set(sys.modules)
+from ipykernel.kernelapp import IPKernelApp
+IPKernelApp.instance().initialize(["-f", sys.argv[2]])
+print(json.dumps(sorted(set(sys.modules) - before)), file=sys.__stderr__)
+"""
+
+
+def test_the_zygote_preloads_what_a_kernels_start_imports(tmp_path):
+    """After the light preload, does ipykernel's start (IPKernelApp.initialize, as a forked kernel runs it)
+    import none of the debugger, history, pdb, pydoc or psutil packages, and far fewer modules than without?"""
+    def new_modules(preload):
+        run = subprocess.run([sys.executable, "-c", KERNEL_INIT, ",".join(preload), str(tmp_path / "k.json")],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        return set(json.loads(run.stderr.strip().splitlines()[-1]))
+    bare, preloaded = new_modules(("numpy", "ipykernel.ipkernel")), new_modules(zygote_module.LIGHT)
+    heavy = {"debugpy", "pydevd", "sqlite3", "pdb", "pydoc", "psutil"}
+    assert heavy <= {m.split(".")[0] for m in bare}, sorted(bare)
+    assert not heavy & {m.split(".")[0] for m in preloaded}, sorted(preloaded)
+    assert len(preloaded) < len(bare) / 3, (len(preloaded), len(bare))
+
+
 ORPHAN = """
 import os, signal
 from tapelab.grading.execution import warm

@@ -45,8 +45,12 @@ import traceback
 import types
 
 BEFORE_STREAMS = "ipykernel.kernelapp"  # what a cold kernel imports before ipykernel replaces sys.stdout/stderr
-PRELOAD = ("numpy", "tensorflow", "keras", "matplotlib.pyplot", "ipykernel.ipkernel")
-LIGHT = ("numpy", "ipykernel.ipkernel")  # for a notebook that imports none of USES_TENSORFLOW
+# What IPKernelApp.initialize imports in every kernel (its debugger's debugpy, the history's sqlite3, ...):
+# imported once here, a kernel's start skips them (none starts a thread or opens a file on import).
+KERNEL_START = ("ipykernel.ipkernel", "ipykernel.debugger", "debugpy", "IPython.core.history", "sqlite3", "pdb",
+                "pydoc", "psutil")
+PRELOAD = ("numpy", "tensorflow", "keras", "matplotlib.pyplot", *KERNEL_START)
+LIGHT = ("numpy", *KERNEL_START)  # for a notebook that imports none of USES_TENSORFLOW
 USES_TENSORFLOW = frozenset({"tensorflow", "keras", "tapelab"})  # tapelab's exercises import TensorFlow
 SETUP_SECONDS = 60  # for a child to isolate itself
 CONTEXT_MODULE = "tensorflow.python.eager.context"
