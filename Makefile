@@ -79,6 +79,7 @@ outputs: venv
 bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/kernel_start.py
 	$(BIN)/python bench/widgets_browser.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/checks.py

@@ -68,10 +68,10 @@ class Course:
         """The student version as released: the reference for tamper checks and restored cells."""
         return nbformat.read(self.root / "release" / assignment / f"{notebook}.ipynb", as_version=4)
 
-    def trusted_imports(self, assignment: str, notebook: str) -> list[str]:
-        """The `tapelab` import statements of the instructor's notebook, re-run before each test."""
+    def _source_imports(self, assignment: str, notebook: str) -> list[ast.Import | ast.ImportFrom]:
+        """Every import statement of the instructor's notebook (cells that do not parse are skipped)."""
         nb = nbformat.read(self.root / "source" / assignment / f"{notebook}.ipynb", as_version=4)
-        lines: list[str] = []
+        found = []
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
@@ -79,14 +79,31 @@ class Course:
                 tree = ast.parse(cell.source)
             except SyntaxError:
                 continue
-            for node in ast.walk(tree):
-                module = node.module if isinstance(node, ast.ImportFrom) else None
-                names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
-                if (module or "").startswith("tapelab") or any(n.startswith("tapelab") for n in names if not module):
-                    statement = ast.unparse(node)
-                    if statement not in lines:
-                        lines.append(statement)
+            found += [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        return found
+
+    def trusted_imports(self, assignment: str, notebook: str) -> list[str]:
+        """The `tapelab` import statements of the instructor's notebook, re-run before each test."""
+        lines: list[str] = []
+        for node in self._source_imports(assignment, notebook):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            names = [a.name for a in node.names] if not module else []
+            if (module or "").startswith("tapelab") or any(n.startswith("tapelab") for n in names):
+                statement = ast.unparse(node)
+                if statement not in lines:
+                    lines.append(statement)
         return lines
+
+    def imported_packages(self, assignment: str, notebook: str) -> frozenset[str]:
+        """The top-level packages the instructor's notebook imports (`import a.b`, `from a.b import c`: "a");
+        the warm kernels of this notebook preload what they name (zygote.preload_for)."""
+        roots = set()
+        for node in self._source_imports(assignment, notebook):
+            if isinstance(node, ast.ImportFrom):
+                roots |= {node.module.split(".")[0]} if node.module and not node.level else set()
+            else:
+                roots |= {alias.name.split(".")[0] for alias in node.names}
+        return frozenset(roots)
 
 
 def _db_url(config: Config, root: Path) -> str:

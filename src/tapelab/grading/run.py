@@ -143,6 +143,7 @@ class Coordinator(Outcomes):
         self.protections = protections(self.sandbox, self.pool.available)
         self.cell_timeout = _cell_timeout(self.course, options.timeout)
         self.settings_key = f"{options.timeout}/{self.cell_timeout}/{options.output_limit}/{options.guard}"
+        self._settings_of: dict[tuple[str, str], Settings] = {}
         self.entries: list[dict] = []
         self.recorded: set[int] = set()  # id() of every candidate with an entry
         self.seconds: list[float] = []
@@ -163,8 +164,14 @@ class Coordinator(Outcomes):
 
     # -- before execution ---------------------------------------------------------------------------
     def _settings(self, assignment: str, notebook: str) -> Settings:
-        imports = tuple(self.course.trusted_imports(assignment, notebook)) if self.options.guard else None
-        return Settings(self.cell_timeout, self.options.timeout, self.options.output_limit, self.sandbox, imports)
+        """One notebook's execution settings, read from its instructor's version once per run."""
+        key = (assignment, notebook)
+        if key not in self._settings_of:
+            imports = tuple(self.course.trusted_imports(assignment, notebook)) if self.options.guard else None
+            self._settings_of[key] = Settings(self.cell_timeout, self.options.timeout, self.options.output_limit,
+                                              self.sandbox, imports,
+                                              self.course.imported_packages(assignment, notebook))
+        return self._settings_of[key]
 
     def _prepare(self, cand: Candidate):
         """An entry (done without execution) or a task (key, digest, prepared, scan flags)."""

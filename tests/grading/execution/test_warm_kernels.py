@@ -22,8 +22,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from grade_fixtures import BASIC, TINY, cell_scores, fill, load_report, make_course, reference, tiny, write
 from course import round_trip_submissions
-from tapelab.grading.execution import warm
-from tapelab.grading.execution import worker
+from tapelab.grading.course import open_course
+from tapelab.grading.execution import warm, worker, zygote as zygote_module
 from tapelab.grading.execution.kernels import kernel_env
 from tapelab.grading.execution.sandbox import UID_BASE, UID_SLOTS, Sandbox, SandboxError, Slot, protections
 from tapelab.paths import REPO
@@ -237,6 +237,74 @@ def test_the_zygote_holds_no_course_files_or_secrets(zygote):
     assert len(os.listdir(f"/proc/{pid}/task")) == 1 and os.readlink(f"/proc/{pid}/cwd") == "/"
 
 
+LIGHT_PROBE = """
+import sys
+preloaded = "tensorflow" in sys.modules
+import tensorflow as tf
+print("LIGHT " + __import__("json").dumps({"preloaded": preloaded, "sum": float(tf.constant(2.0) + 1.0)}))
+"""
+
+
+def test_a_notebook_without_tensorflow_forks_from_a_zygote_that_never_imported_it(zygote):
+    """Does a notebook whose instructor's version imports no TensorFlow, Keras or tapelab get a warm kernel
+    from a second, light zygote (NumPy and ipykernel preloaded, not TensorFlow), one that keeps every
+    protection of the first (one thread, no open file) and in which the student can still import TensorFlow
+    and run an op?"""
+    light = worker.Settings(60, 120, 10**7, Sandbox(isolate=True, rlimits=True, kernels="warm"),
+                            packages=frozenset({"time", "numpy"}))
+    result = worker.execute(_notebook(LIGHT_PROBE), light)
+    assert result["facts"]["kernel"] == "warm", result["facts"]
+    assert _printed(result, "LIGHT") == {"preloaded": False, "sum": 3.0}
+    second = warm.current(sys.executable, zygote_module.LIGHT)
+    assert second is not zygote and second.facts["preload"] == list(zygote_module.LIGHT)
+    assert second.facts["modules"] < zygote.facts["modules"] / 3, (second.facts["modules"], zygote.facts["modules"])
+    pid = second.process.pid
+    assert len(os.listdir(f"/proc/{pid}/task")) == 1 and len(os.listdir(f"/proc/{pid}/fd")) == 4
+    assert "tensorflow" not in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_what_a_zygote_preloads_follows_the_instructors_imports(tmp_path):
+    """Does the zygote preload TensorFlow for a notebook whose instructor's version imports TensorFlow, Keras
+    or tapelab (or whose imports are not known), and only NumPy and ipykernel otherwise, as read from the
+    course's source notebooks (01 imports tapelab, 09_fixture only `time`)?"""
+    course = open_course(make_course(tmp_path))
+    try:
+        packages = {name: course.imported_packages(name, name) for name in (BASIC, TINY)}
+    finally:
+        course.close()
+    assert "tapelab" in packages[BASIC] and packages[TINY] == {"time"}
+    assert zygote_module.preload_for(packages[BASIC]) == zygote_module.PRELOAD
+    assert zygote_module.preload_for(packages[TINY]) == zygote_module.LIGHT
+    assert zygote_module.preload_for(None) == zygote_module.PRELOAD
+    assert zygote_module.preload_for(frozenset({"keras"})) == zygote_module.PRELOAD
+    assert "tensorflow" not in zygote_module.LIGHT and set(zygote_module.LIGHT) < set(zygote_module.PRELOAD)
+
+
+KERNEL_INIT = """
+import importlib, json, sys
+for module in sys.argv[1].split(","):
+    importlib.import_module(module)
+before = set(sys.modules)
+from ipykernel.kernelapp import IPKernelApp
+IPKernelApp.instance().initialize(["-f", sys.argv[2]])
+print(json.dumps(sorted(set(sys.modules) - before)), file=sys.__stderr__)
+"""
+
+
+def test_the_zygote_preloads_what_a_kernels_start_imports(tmp_path):
+    """After the light preload, does ipykernel's start (IPKernelApp.initialize, as a forked kernel runs it)
+    import none of the debugger, history, pdb, pydoc or psutil packages, and far fewer modules than without?"""
+    def new_modules(preload):
+        run = subprocess.run([sys.executable, "-c", KERNEL_INIT, ",".join(preload), str(tmp_path / "k.json")],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        return set(json.loads(run.stderr.strip().splitlines()[-1]))
+    bare, preloaded = new_modules(("numpy", "ipykernel.ipkernel")), new_modules(zygote_module.LIGHT)
+    heavy = {"debugpy", "pydevd", "sqlite3", "pdb", "pydoc", "psutil"}
+    assert heavy <= {m.split(".")[0] for m in bare}, sorted(bare)
+    assert not heavy & {m.split(".")[0] for m in preloaded}, sorted(preloaded)
+    assert len(preloaded) < len(bare) / 3, (len(preloaded), len(bare))
+
+
 ORPHAN = """
 import os, signal
 from tapelab.grading.execution import warm
@@ -303,7 +371,7 @@ def _running_in(pid: str) -> str:
 def test_a_zygote_that_fails_leaves_the_kernel_to_start_cold(monkeypatch, capfd):
     """When the zygote cannot fork a kernel, does that notebook run cold, with the same sandbox, and say so
     (in its facts and on stderr)?"""
-    def refuse(python=sys.executable):
+    def refuse(*args):
         raise warm.ZygoteError("the zygote refused to fork: it runs 2 OS threads")
 
     monkeypatch.setattr(warm, "current", refuse)

@@ -18,7 +18,8 @@ With root, `unshare`, `setpriv` and `prlimit`, each kernel runs:
 Anything unavailable is reported as off in the run's `protections`; grading still works.
 
 The kernel can start cold (this module's command line: a fresh interpreter that imports everything)
-or warm (`zygote`: forked from a process that imported TensorFlow once). Both paths take the mount
+or warm (`zygote`: forked from a process that imported TensorFlow once, or only NumPy for a notebook
+that does not use it). Both paths take the mount
 script (`Slot.mount_script`), the rlimits (`Limits.rlimits`) and the uid from here, so every
 protection above holds alike on both.
 """
@@ -179,8 +180,9 @@ def _start_entry(sandbox: Sandbox, why: dict[str, str]) -> dict[str, object]:
     """Which path starts the kernels; either keeps every protection above, so it is always "on"."""
     if sandbox.warm and not why.get("warm", "not probed"):
         return {"on": True, "path": "warm", "how": "warm: forked from a zygote per worker process that imported "
-                "TensorFlow, Keras, NumPy, matplotlib and ipykernel and ran no op, then isolated as above before "
-                "any student code; a submission whose warm start fails is started cold"}
+                "TensorFlow, Keras, NumPy, matplotlib and ipykernel (NumPy and ipykernel alone for a notebook that "
+                "does not use TensorFlow) and ran no op, then isolated as above before any student code; a "
+                "submission whose warm start fails is started cold"}
     because = (f"{KERNELS_VARIABLE}=cold" if sandbox.kernels == "cold" else
                "the sandbox is not fully on" if not (sandbox.isolate and sandbox.rlimits) else why.get("warm"))
     return {"on": True, "path": "cold", "how": f"cold: a fresh interpreter per kernel ({because})"}

@@ -1,8 +1,9 @@
 """Warm kernels, worker side: this worker process's zygote, and the provisioner that forks from it.
 
-A worker process (a local pool's, or a Dask worker, threads and all) starts one zygote (`zygote.py`)
-at its first warm kernel and keeps it for its life: the TensorFlow import is paid once per worker,
-never shared between students, since each kernel is a fork that isolates itself before ipykernel
+A worker process (a local pool's, or a Dask worker, threads and all) starts a zygote (`zygote.py`)
+at its first warm kernel and keeps it for its life, one for each set of preloaded modules its notebooks
+ask for (TensorFlow's, or the light one of a notebook without it: `zygote.preload_for`): the TensorFlow
+import is paid once per worker, and only by workers that grade a notebook using it, never shared between students, since each kernel is a fork that isolates itself before ipykernel
 starts. `ForkedProvisioner` is jupyter_client's local provisioner with the launch replaced, so the
 kernel manager, the executor's client, interrupts and kills (the process group of the kernel's
 middle process, see zygote._middle) work as on the cold path.
@@ -49,7 +50,7 @@ _BOOT = ("import sys\n"
          "spec = spec_from_file_location('tapelab_zygote', {path!r})\n"
          "zygote = module_from_spec(spec)\n"
          "spec.loader.exec_module(zygote)\n"
-         "zygote.serve({fd})\n")
+         "zygote.serve({fd}, {preload!r})\n")
 
 
 class ZygoteError(KernelStartError):
@@ -59,12 +60,12 @@ class ZygoteError(KernelStartError):
 class Zygote:
     """A running zygote and its control socket; requests from several threads take turns."""
 
-    def __init__(self, python: str):
+    def __init__(self, python: str, preload: tuple[str, ...] = zygote_module.PRELOAD):
 
         self.home = tempfile.mkdtemp(prefix="tapelab-zygote-", dir="/tmp")
         ours, theirs = socket.socketpair()
         env = {**kernel_env(Path(self.home), python), "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": INLINE}
-        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno())
+        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno(), preload=tuple(preload))
         try:
             self.process = subprocess.Popen([python, "-c", boot], pass_fds=(theirs.fileno(),), cwd="/", env=env,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -130,39 +131,38 @@ class Zygote:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-_zygote: Zygote | None = None
+_zygotes: dict[tuple[str, ...], Zygote] = {}  # by what each preloads
 _failed: list[str] = []
 _guard = threading.Lock()
 
 
-def current(python: str = sys.executable) -> Zygote:
-    """This worker process's zygote, started on first use (or again after it ended)."""
-    global _zygote
+def current(python: str = sys.executable, preload: tuple[str, ...] = zygote_module.PRELOAD) -> Zygote:
+    """This worker process's zygote preloading `preload`, started on first use (or again after it ended).
+    MAX_STARTS failures of any of them end the warm path in this worker process."""
     with _guard:
-        if _zygote is not None and _zygote.alive():
-            return _zygote
-        if _zygote is not None:
-            _failed.append(_zygote.broken)
-            _zygote.close()
-            _zygote = None
+        zygote = _zygotes.get(preload)
+        if zygote is not None and zygote.alive():
+            return zygote
+        if zygote is not None:
+            _failed.append(zygote.broken)
+            zygote.close()
+            del _zygotes[preload]
         if len(_failed) >= MAX_STARTS:
             raise ZygoteError(f"the zygote of this worker failed {len(_failed)} times (last: {_failed[-1]}); "
                               "this worker starts its kernels cold")
         try:
-            _zygote = Zygote(python)
+            _zygotes[preload] = Zygote(python, preload)
         except ZygoteError as error:
             _failed.append(str(error))
             raise
-        return _zygote
+        return _zygotes[preload]
 
 
 def stop() -> None:
-    """Stop this process's zygote, if any (the worker is ending)."""
-    global _zygote
+    """Stop this process's zygotes, if any (the worker is ending)."""
     with _guard:
-        if _zygote is not None:
-            _zygote.close()
-            _zygote = None
+        while _zygotes:
+            _zygotes.popitem()[1].close()
 
 
 class ForkedProcess:
@@ -220,11 +220,12 @@ class ForkedProcess:
         self._pidfd = None
 
 
-def provisioner(slot: Slot) -> Callable[..., ForkedProvisioner]:
-    """What SandboxKernelManager.configure takes: makes the provisioner of a kernel in `slot`."""
+def provisioner(slot: Slot, preload: tuple[str, ...] = zygote_module.PRELOAD) -> Callable[..., ForkedProvisioner]:
+    """What SandboxKernelManager.configure takes: makes the provisioner of a kernel in `slot`, forked from
+    the zygote that preloads `preload`."""
     def make(**traits) -> ForkedProvisioner:
         made = ForkedProvisioner(**traits)
-        made.slot = slot
+        made.slot, made.preload = slot, preload
         return made
     return make
 
@@ -233,11 +234,12 @@ class ForkedProvisioner(LocalProvisioner):
     """LocalProvisioner (the connection file, ports, poll, kill) whose launch forks from the zygote."""
 
     slot: Slot | None = None
+    preload: tuple[str, ...] = zygote_module.PRELOAD
 
     async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
         if cmd[1:len(KERNEL_ARGS)] != list(KERNEL_ARGS[:-1]):
             raise ZygoteError(f"not an ipykernel command line: {cmd[:4]}")
-        zygote = await asyncio.to_thread(current, cmd[0])  # the first start imports for seconds
+        zygote = await asyncio.to_thread(current, cmd[0], self.preload)  # the first start imports for seconds
         cwd = str(kwargs.get("cwd") or self.slot.scratch)
         env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as launcher and sh add
         request = {"op": "spawn", "uid": self.slot.uid, "cwd": cwd, "env": env, "argv": cmd[len(KERNEL_ARGS) - 1:],

@@ -11,7 +11,8 @@ unexpected exception becomes `infra_error` naming it, and it returns within the 
 plus `GRACE` seconds whatever the kernel does.
 
 Kernels start warm where the sandbox allows it (`Sandbox.warm`, `probe()["warm"]`): forked from this
-worker process's zygote (`warm`), which paid the TensorFlow import once. A warm start that fails
+worker process's zygote (`warm`), which paid the TensorFlow import once (or, for a notebook that does not use TensorFlow, a
+light zygote that never imports it). A warm start that fails
 (before any student code) is retried at once as a cold start, never with less protection; the result
 says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so does a line on stderr.
 """
@@ -31,7 +32,7 @@ import nbformat
 
 import tapelab
 from tapelab.grading.integrity import channel
-from tapelab.grading.execution import warm
+from tapelab.grading.execution import warm, zygote
 from tapelab.grading.execution.executor import GuardedClient
 from tapelab.grading.execution.kernels import KernelStartError, SandboxKernelManager, kernel_env, kernel_sys_path
 from tapelab.grading.execution.sandbox import KERNEL_ARGS, Sandbox, Slot, probe, unavailable
@@ -53,6 +54,9 @@ class Settings:
     # The notebook's trusted tapelab imports, re-run by the guard's step around each graded
     # check; None runs no guard.
     restore_imports: tuple[str, ...] | None = None
+    # The top-level packages the instructor's notebook imports (None: not known), which decide what a
+    # warm kernel's zygote preloads (zygote.preload_for); what a student imports besides, the kernel imports.
+    packages: frozenset[str] | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,7 +91,7 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
         max_frame = max(settings.output_limit, 1 << 20)
         if kernel == "warm":
-            km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=warm.provisioner(slot))
+            km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=warm.provisioner(slot, zygote.preload_for(settings.packages)))
         else:
             km.configure(slot.argv(sys.executable), slot.give, max_frame)
         session = None

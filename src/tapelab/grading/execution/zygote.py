@@ -2,8 +2,9 @@
 
 `warm.Zygote` (the worker's side) starts it as a fresh interpreter: minimal environment (the
 kernel's, with no grader secrets), cwd /, standard streams on /dev/null, one control socket. It loads
-this file by its path (importing the tapelab package would import the grader), imports what every
-kernel needs (`PRELOAD`), runs no TensorFlow op, then answers one JSON line per request:
+this file by its path (importing the tapelab package would import the grader), imports what its
+kernels need (`preload_for`: TensorFlow's set for a notebook that uses it, else `LIGHT`), runs no
+TensorFlow op, then answers one JSON line per request:
 - {"op": "spawn", ...}: fork a kernel for one sandbox slot; answer {"pid": P} (the middle process,
   see `_middle`) once the kernel is isolated and about to start ipykernel, or {"error": why};
 - {"op": "reap", "pid": P}: wait for that child; answer {"status": its exit code}.
@@ -44,7 +45,13 @@ import traceback
 import types
 
 BEFORE_STREAMS = "ipykernel.kernelapp"  # what a cold kernel imports before ipykernel replaces sys.stdout/stderr
-PRELOAD = ("numpy", "tensorflow", "keras", "matplotlib.pyplot", "ipykernel.ipkernel")
+# What IPKernelApp.initialize imports in every kernel (its debugger's debugpy, the history's sqlite3, ...):
+# imported once here, a kernel's start skips them (none starts a thread or opens a file on import).
+KERNEL_START = ("ipykernel.ipkernel", "ipykernel.debugger", "debugpy", "IPython.core.history", "sqlite3", "pdb",
+                "pydoc", "psutil")
+PRELOAD = ("numpy", "tensorflow", "keras", "matplotlib.pyplot", *KERNEL_START)
+LIGHT = ("numpy", *KERNEL_START)  # for a notebook that imports none of USES_TENSORFLOW
+USES_TENSORFLOW = frozenset({"tensorflow", "keras", "tapelab"})  # tapelab's exercises import TensorFlow
 SETUP_SECONDS = 60  # for a child to isolate itself
 CONTEXT_MODULE = "tensorflow.python.eager.context"
 _CLONE = {"mount": 0x00020000, "ipc": 0x08000000, "net": 0x40000000, "pid": 0x20000000}
@@ -52,6 +59,12 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 <<
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 _libc = ctypes.CDLL(None, use_errno=True)
 _state: dict = {}  # set once by `_prepare`: the socket, the stream bindings, the home folders, ...
+
+
+def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
+    """What the zygote of a notebook whose instructor's version imports the top-level `packages` preloads
+    (None: not known, so all of PRELOAD). A kernel that imports more imports it itself, as a cold one would."""
+    return PRELOAD if packages is None or packages & USES_TENSORFLOW else LIGHT
 
 
 def _check(result: int, what: str) -> None:
@@ -87,8 +100,8 @@ def _fork_problem(allowed: set[int]) -> str:
         names = sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in threads)
         return f"it runs {len(threads)} OS threads ({', '.join(names)}), not one"
     context = sys.modules.get(CONTEXT_MODULE)
-    if context is None or context._context is not None:
-        return "TensorFlow's eager context exists (an op ran)" if context else "TensorFlow is not imported"
+    if context is not None and context._context is not None:
+        return "TensorFlow's eager context exists (an op ran)"
     extra = _open_fds() - allowed
     if extra:
         return "open files besides the standard streams and its control socket: " + ", ".join(
@@ -148,7 +161,7 @@ def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
             setattr(holder, key, new)
 
 
-def _prepare(control: socket.socket) -> dict:
+def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
     allowed = {0, 1, 2, control.fileno()}
     if _open_fds() - allowed:
@@ -156,7 +169,7 @@ def _prepare(control: socket.socket) -> dict:
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
     before = {name: _holders(streams[name]) for name in streams}
-    for module in PRELOAD:
+    for module in preload:
         importlib.import_module(module)
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
@@ -171,7 +184,7 @@ def _prepare(control: socket.socket) -> dict:
     preview.setstate(random.getstate())
     legacy = numpy.random.RandomState()
     legacy.set_state(numpy.random.get_state())
-    return {"pid": os.getpid(), "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
+    return {"pid": os.getpid(), "preload": list(preload), "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
             "next_random": [preview.random() for _ in range(3)], "next_numpy": legacy.random_sample(3).tolist()}
 
 
@@ -192,11 +205,12 @@ def _lines(control: socket.socket):
         yield json.loads(line)
 
 
-def serve(fd: int) -> None:
-    """The zygote's life: prepare and say so (or why not), then answer requests until end of file."""
+def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
+    """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
+    end of file."""
     control = socket.socket(fileno=fd)
     try:
-        ready = _prepare(control)
+        ready = _prepare(control, preload)
     except Exception as error:
         _send(control, {"error": f"the zygote could not prepare: {type(error).__name__}: {error}"})
         return
