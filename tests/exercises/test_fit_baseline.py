@@ -1,6 +1,7 @@
 """The reference `fit` that exercises 6.1 and 6.2 compare a student's step with runs Keras's step eagerly (no
 graph to trace for a model used once): on every case the notebook checks, visible and hidden, it must give
-the numbers a compiled `fit` gives."""
+the numbers a compiled `fit` gives. And every checker fit, the student's and the reference, fits a repeated
+dataset `steps` batches an epoch: it must give the numbers of fitting the batches themselves."""
 import ast
 import json
 from pathlib import Path

@@ -23,7 +23,7 @@ from tapelab.quiet import Quiet
 
 __all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
 
-EPOCHS = 3  # every fit the checkers run, the student's and the reference, trains this many epochs
+EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:
