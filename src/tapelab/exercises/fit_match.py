@@ -164,9 +164,8 @@ class UnscaledStep(keras.Model):
 def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
     """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay.
     Keras's own step runs eagerly by default: the same numbers as a compiled `fit` (tests/exercises/
-    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once.
-    Each is fitted once per process (6.1 and 6.2 share cases, and a feedback alternative may be the reference
-    itself); the caller gets its own copy."""
+    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once. Each
+    is fitted once per process (6.1 and 6.2 share cases); the caller gets its own copy."""
     key = tuple((w.shape, w.dtype.str, w.tobytes()) for w in map(np.asarray, weights))
     return deepcopy(_fitted(key, case, model_class, run_eagerly))
 
@@ -210,17 +209,21 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
 class FitMatch(Exercise):
     """Build the student's model, fit it for EPOCHS epochs, compare history and weights with plain `fit`.
 
-    The first case of each check fits the student's model as `fit` does by default, with `train_step` traced
-    into a graph (the notebook tells students not to add `@tf.function`: `fit` compiles the step), so a step
-    that works only eagerly fails there. The other cases run it eagerly, `run_eagerly=True`: the same numbers
-    without tracing a graph for a model fitted once."""
+    One case of each check fits the student's model as `fit` does by default, with `train_step` traced into a
+    graph (the notebook tells students not to add `@tf.function`: `fit` compiles the step), so a step that
+    works only eagerly fails there; the others run it eagerly, `run_eagerly=True`: the same numbers without
+    tracing a graph for a model fitted once. The traced one is the first case with the most batches: one trace
+    serves several steps, as TensorFlow expects (it warns when most recent calls to Keras's train function,
+    counted over every model, traced it, and the notebook's next fit would show that warning)."""
 
     compile_loss = True  # 6.2 compiles with an optimizer only
-    _traced = False  # whether this check has fitted a student's model in graph mode yet
+    _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
 
     def check(self, answer=None, *, cases=None) -> None:
         __tracebackhide__ = True
-        self._traced = False
+        chosen = [case if isinstance(case, FitCase) else FitCase(*case)
+                  for case in (self.visible_cases if cases is None else cases)]
+        self._traced = max(chosen, key=lambda case: case.steps, default=None)
         super().check(answer, cases=cases)
 
     def check_case(self, fn, case, facts):
@@ -248,8 +251,7 @@ class FitMatch(Exercise):
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
-                      run_eagerly=self._traced, **compiled)
-        self._traced = True
+                      run_eagerly=case != self._traced, **compiled)
         try:
             trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
