@@ -1,4 +1,7 @@
 """Code facts and None explanations drawn from the student's own gradient call."""
+
+import pytest
+
 from answers import define
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.explanations import error_cause, explain_none
@@ -67,3 +70,20 @@ def test_second_use_of_a_nested_inner_tape_points_to_the_outer_tape():
     why = error_cause(RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients"),
                       facts)
     assert why.cause == "wrong-tape" and "outer.gradient(g, x)" in why.text
+
+
+POSITIONAL_COMPUTE_LOSS = '''
+def f(self, x, y):
+    y_pred = self(x, training=True)
+    return self.compute_loss(y, y_pred)
+'''
+
+
+@pytest.mark.parametrize("text", ["None values not supported.",  # in a graph, as `fit` compiles a step
+                                  "Attempt to convert a value (None) with an unsupported type "
+                                  "(<class 'NoneType'>) to a Tensor."])  # eagerly, `run_eagerly=True`
+def test_positional_compute_loss_is_named_from_either_none_error(text):
+    """`self.compute_loss(y, y_pred)` leaves `y_pred` None: compiled or eager, the error is read as that call,
+    not as a None gradient."""
+    why = error_cause(ValueError(text), _facts(POSITIONAL_COMPUTE_LOSS))
+    assert why.cause == "compute-loss-positional" and "keyword arguments" in why.text

@@ -1,14 +1,16 @@
 """The reference `fit` that exercises 6.1 and 6.2 compare a student's step with runs Keras's step eagerly (no
 graph to trace for a model used once): on every case the notebook checks, visible and hidden, it must give
-the numbers a compiled `fit` gives."""
+the numbers a compiled `fit` gives. And every checker fit, the student's and the reference, fits a repeated
+dataset `steps` batches an epoch: it must give the numbers of fitting the batches themselves."""
 import ast
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
-from tapelab.exercises.fit_match import FitCase, _baseline, dtype_policy
+from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline, dtype_policy
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
 from tapelab.grading.hidden import split
 
@@ -46,3 +48,27 @@ def test_eager_reference_matches_a_compiled_fit(case):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     for key in want_replay:
         np.testing.assert_allclose(replay[key], want_replay[key], rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.describe())
+def test_a_repeated_dataset_fits_as_the_dataset_itself(case):
+    """`FitCase.fit` gives `fit` the batches repeated, `steps` to an epoch (one iterator for the run): the same
+    history and weights as fitting the batches themselves for the same epochs."""
+    rng = np.random.default_rng(case.seed + 1)
+    weights = [rng.normal(size=(case.features, 1)).astype(np.float32), rng.normal(size=(1,)).astype(np.float32)]
+    runs = []
+    with dtype_policy(case.policy):
+        for fit in (case.fit, lambda model: model.fit(case.batches(), epochs=EPOCHS, verbose=0,
+                                                      shuffle=False).history):
+            inputs = keras.Input((case.features,))
+            model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+            model.set_weights(weights)
+            model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
+                          metrics=list(case.metrics) or None, jit_compile=False, run_eagerly=True)
+            runs.append((fit(model), model.get_weights()))
+    (history, final), (want_history, want_final) = runs
+    assert sorted(history) == sorted(want_history) and len(want_history["loss"]) == EPOCHS
+    for key in want_history:
+        np.testing.assert_array_equal(history[key], want_history[key], err_msg=key)
+    for got, want in zip(final, want_final):
+        np.testing.assert_array_equal(got, want)

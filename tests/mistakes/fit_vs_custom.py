@@ -428,6 +428,11 @@ MISTAKES["ex6_1_answer"] += [
     Mistake("sample weights unpacked but never used",
             _reference_edited("6.1", ("y_pred=y_pred, sample_weight=sample_weight)", "y_pred=y_pred)")),
             "without the sample weights"),
+    # Right only eagerly: `fit` traces train_step into a graph, where a tensor has no value (the checker
+    # fits the first case of each check that way, the others with run_eagerly=True).
+    Mistake("a tensor's value read inside train_step",
+            _reference_edited("6.1", ("        return {m.name", "        print(float(loss))\n            return {m.name")),
+            "`TypeError: float() argument must be a string or a real number, not 'SymbolicTensor'`"),
 ]
 MISTAKES["ex6_2_answer"] += [
     Mistake("tracker not weighted by batch size",
@@ -436,6 +441,9 @@ MISTAKES["ex6_2_answer"] += [
             _STEP_62.format(prediction=_CAST, target="loss", update=_WEIGHTED), "never scales its loss"),
     Mistake("float16 prediction minus float32 target",
             _STEP_62.format(prediction="y_pred", target=_SCALED, update=_WEIGHTED), "tf.cast(y_pred, y.dtype)"),
+    Mistake("the rows counted with .numpy() inside train_step",
+            _reference_edited("6.2", ("sample_weight=tf.shape(x)[0]", "sample_weight=len(x.numpy())")),
+            "'SymbolicTensor' object has no attribute 'numpy'"),
 ]
 MISTAKES["ex6_4_answer"] += [
     Mistake("the other variables taken from the second layer only", '''

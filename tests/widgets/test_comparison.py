@@ -25,6 +25,20 @@ def test_unclipped_custom_loop_gives_fits_losses(model):
     assert len(state.fit_losses) == model.epochs and state.fit_losses[-1] < state.fit_losses[0] / 100
 
 
+@pytest.mark.parametrize("option", [{}, {"clipnorm": 1.0}])
+def test_fit_of_the_repeated_batch_is_fit_on_the_arrays(model, option):
+    """The model fits the full batch repeated, one batch an epoch (one iterator for the run): are its losses,
+    bit for bit, those of `fit(x, y, batch_size=4)` for as many epochs, with and without clipping?"""
+    inputs = keras.Input((2,))
+    plain = keras.Model(inputs, keras.layers.Dense(1, kernel_initializer="zeros")(inputs))
+    plain.compile(optimizer=keras.optimizers.SGD(model.learning_rate, **option), loss="mse", jit_compile=False,
+                  run_eagerly=True)
+    want = plain.fit(model.x, model.y, epochs=model.epochs, batch_size=len(model.x), verbose=0, shuffle=False)
+    got = model._fit(*(next(iter(option.items())) if option else ("none", 0.0)))
+    assert len(got) == model.epochs
+    np.testing.assert_array_equal(got, want.history["loss"])
+
+
 def test_first_gradient_is_the_analytic_one(model):
     """Is the first gradient, at zero weights, -2 mean(y x) for the kernel and -2 mean(y) for the bias?"""
     state = model.state("none")

@@ -363,6 +363,8 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     facts = facts or CodeFacts()
     text = str(error)
     if "Attempt to convert a value (None)" in text and facts.found:
+        if _positional_compute_loss(facts):  # eagerly, the `y_pred` it leaves empty fails this way
+            return _positional_compute_loss(facts)
         why = _one_none_explanation(facts, values)
         return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}".strip(),
                            why.cause)

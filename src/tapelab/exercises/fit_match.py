@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from copy import deepcopy
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Iterator
 
 import keras
@@ -19,7 +21,9 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.quiet import Quiet
 
-__all__ = ["FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
+__all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
+
+EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:
@@ -80,6 +84,18 @@ class FitCase:
             extra += ", with a sample weight per row"
         return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
                 f"loss={self.loss!r}{extra}")
+
+    @property
+    def steps(self) -> int:
+        """The number of batches in an epoch."""
+        return -(-self.rows // self.batch_size)
+
+    def fit(self, model: keras.Model, callbacks: tuple = ()) -> dict[str, list[float]]:
+        """`model.fit` on these batches, in order, for EPOCHS epochs; the history. The dataset is repeated and
+        each epoch is `steps` batches long: the same batches as fitting the dataset itself, but `fit` makes one
+        iterator for the whole run instead of one per epoch, which is much of a small fit's time."""
+        return model.fit(self.batches().repeat(), steps_per_epoch=self.steps, epochs=EPOCHS, verbose=0,
+                         shuffle=False, callbacks=list(callbacks)).history
 
     @property
     def last_rows(self) -> int:
@@ -148,7 +164,15 @@ class UnscaledStep(keras.Model):
 def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
     """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay.
     Keras's own step runs eagerly by default: the same numbers as a compiled `fit` (tests/exercises/
-    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once."""
+    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once. Each
+    is fitted once per process (6.1 and 6.2 share cases); the caller gets its own copy."""
+    key = tuple((w.shape, w.dtype.str, w.tobytes()) for w in map(np.asarray, weights))
+    return deepcopy(_fitted(key, case, model_class, run_eagerly))
+
+
+@lru_cache(maxsize=64)
+def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool):
+    weights = [np.frombuffer(data, dtype).reshape(shape) for shape, dtype, data in weights]
     inputs = keras.Input((case.features,))
     model = model_class(inputs, keras.layers.Dense(1)(inputs))
     model.set_weights(weights)
@@ -156,7 +180,7 @@ def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = kera
                   metrics=list(case.metrics) or None, jit_compile=False, run_eagerly=run_eagerly)
     starts: list[list[np.ndarray]] = []
     recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
-    history = model.fit(case.batches(), epochs=3, verbose=0, shuffle=False, callbacks=[recorder]).history
+    history = case.fit(model, (recorder,))
     return history, model.get_weights(), _replay(starts, case)
 
 
@@ -169,7 +193,7 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
     batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
     loss = case.loss_object()
     mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
-    for epoch in range(3):
+    for epoch in range(EPOCHS):
         preds = [x[part] @ kernel + bias for part, (kernel, bias) in
                  zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
         mean_pred.append(float(np.mean(np.concatenate(preds))))
@@ -183,9 +207,24 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
 
 
 class FitMatch(Exercise):
-    """Build the student's model, fit it for 3 epochs, compare history and weights with plain `fit`."""
+    """Build the student's model, fit it for EPOCHS epochs, compare history and weights with plain `fit`.
+
+    One case of each check fits the student's model as `fit` does by default, with `train_step` traced into a
+    graph (the notebook tells students not to add `@tf.function`: `fit` compiles the step), so a step that
+    works only eagerly fails there; the others run it eagerly, `run_eagerly=True`: the same numbers without
+    tracing a graph for a model fitted once. The traced one is the first case with the most batches: one trace
+    serves several steps, as TensorFlow expects (it warns when most recent calls to Keras's train function,
+    counted over every model, traced it, and the notebook's next fit would show that warning)."""
 
     compile_loss = True  # 6.2 compiles with an optimizer only
+    _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
+
+    def check(self, answer=None, *, cases=None) -> None:
+        __tracebackhide__ = True
+        chosen = [case if isinstance(case, FitCase) else FitCase(*case)
+                  for case in (self.visible_cases if cases is None else cases)]
+        self._traced = max(chosen, key=lambda case: case.steps, default=None)
+        super().check(answer, cases=cases)
 
     def check_case(self, fn, case, facts):
         case = case if isinstance(case, FitCase) else FitCase(*case)
@@ -212,10 +251,9 @@ class FitMatch(Exercise):
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
-                      **compiled)
+                      run_eagerly=case != self._traced, **compiled)
         try:
-            trained = self.run(lambda: model.fit(case.batches(), epochs=3, verbose=0, shuffle=False).history,
-                               f"Training your model with `fit` ({case.describe()})")
+            trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
             if case.weighted and "too many values to unpack (expected 2)" in str(problem):
                 raise Incorrect(f"{problem.observed or problem} Given sample weights, `fit` hands `train_step` "
