@@ -19,7 +19,7 @@ no TensorFlow eager context, no open file but the standard streams and the socke
 A kernel then ends up as a cold one would: same namespaces, mount script, rlimits, uid, cwd,
 environment, sys.path, sys.argv and standard streams; the references the imports took to the
 zygote's stdout and stderr (logging handlers, default arguments) are pointed at ipykernel's streams,
-as if the imports had run in the kernel. What stays shared is only what cannot change after an
+as if the imports had run in the kernel, and so are the environment variables they set. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
 """
 from __future__ import annotations
@@ -169,13 +169,17 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
     before = {name: _holders(streams[name]) for name in streams}
+    environ = dict(os.environ)
     for module in preload:
         importlib.import_module(module)
+    if set(environ) - set(os.environ):
+        raise RuntimeError(f"the imports removed environment variables {sorted(set(environ) - set(os.environ))}")
+    imports_set = {key: value for key, value in os.environ.items() if environ.get(key) != value}
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
-    _state.update(control=control, streams=streams, bindings=bindings, homes=homes,
+    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
     problem = _fork_problem(allowed)
     if problem:
@@ -184,7 +188,7 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     preview.setstate(random.getstate())
     legacy = numpy.random.RandomState()
     legacy.set_state(numpy.random.get_state())
-    return {"pid": os.getpid(), "preload": list(preload), "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
+    return {"pid": os.getpid(), "preload": list(preload), "environ": imports_set, "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
             "next_random": [preview.random() for _ in range(3)], "next_numpy": legacy.random_sample(3).tolist()}
 
 
@@ -324,6 +328,9 @@ def _kernel(request: dict, status: int) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    # what the imports set (debugpy: PYDEVD_USE_FRAME_EVAL), as they would in a cold kernel, where they run
+    # with the kernel's environment: a variable that environment names keeps its value
+    os.environ.update({key: value for key, value in _state["environ"].items() if key not in request["env"]})
     for folder in _state["homes"]:  # the zygote's home, in this kernel's private /tmp, for paths computed there
         os.makedirs(folder, mode=0o700, exist_ok=True)
     _stdin_at_end()
