@@ -31,18 +31,6 @@ def _gradient_case(spec):
     return build, loss, x, y
 
 
-def _reference_gradients(build, loss, x, y, training=True, swapped=False, target="loss"):
-    """The gradients of the correct loss, or of a named variant: inference mode, swapped arguments,
-    the predictions as the target (`target="preds"`), or the loss value itself (`target="value"`)."""
-    model, loss_fn = build(), LOSSES[loss]()
-    with tf.GradientTape() as tape:
-        preds = model(x, training=training)
-        value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
-    if target == "value":
-        return value.numpy()
-    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
-
-
 def _all_close(expected, got) -> bool:
     return all_close(expected, got, _RTOL, _ATOL)
 
@@ -57,19 +45,31 @@ class ModelGradients(Exercise):
         "Inside the tape: `preds = model(x, training=True)` then `loss = loss_fn(y, preds)` (targets first).",
     )
 
+    def expectations(self, spec):
+        """The gradients of the correct loss, of its named variants, and the loss value itself."""
+        build, loss, x, y = _gradient_case(spec)
+
+        def gradients(**variant):
+            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, **variant)
+
+        return {"gradients": gradients(), "inference mode": gradients(training=False),
+                "swapped arguments": gradients(swapped=True), "gradients of preds": gradients(target="preds"),
+                "loss value": gradients(target="value")}
+
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
         model = build()
         shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
         got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value
-        expected = _reference_gradients(build, loss, x, y)
+        want = self.expect(spec)
+        expected = want["gradients"]
         names = [short_path(v) for v in model.trainable_variables]
         if got is None:
             raise Incorrect("`model_gradients` returned `None`. Did you forget to `return` the gradients?",
                             cause="no-return")
         if not isinstance(got, (list, tuple)):
-            returned_loss = agrees(_reference_gradients(build, loss, x, y, target="value"), got, _RTOL, _ATOL)
+            returned_loss = agrees(want["loss value"], got, _RTOL, _ATOL)
             raise Incorrect(f"`model_gradients` returned a `{type(got).__name__}`, but should return a list "
                             f"of {len(expected)} gradients, one per entry of `model.trainable_variables`."
                             + (" It is the loss itself. Did you return `loss` instead of "
@@ -88,16 +88,16 @@ class ModelGradients(Exercise):
         if all(g is None for g in got):
             raise none_feedback("Every gradient is `None`.", facts, facts.returned_call())
         alternatives = (
-            Alternative("inference mode", lambda: _reference_gradients(build, loss, x, y, training=False),
+            Alternative("inference mode", want.later("inference mode"),
                         "inference-mode",
                         "These are the gradients of the model in inference mode. This model has a "
                         "`BatchNormalization` layer, which uses the batch's own statistics only while training. "
                         "Did you call `model(x, training=True)`?"),
-            Alternative("loss_fn(preds, y)", lambda: _reference_gradients(build, loss, x, y, swapped=True),
+            Alternative("loss_fn(preds, y)", want.later("swapped arguments"),
                         "swapped-loss-arguments",
                         f"These are the gradients of `loss_fn(preds, y)`. {type(LOSSES[loss]()).__name__} is not "
                         "symmetric, and Keras losses take the targets first. Did you write `loss_fn(y, preds)`?"),
-            Alternative("gradient of preds", lambda: _reference_gradients(build, loss, x, y, target="preds"),
+            Alternative("gradient of preds", want.later("gradients of preds"),
                         "wrong-target",
                         "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
                         "`preds` to `tape.gradient` instead of `loss`?"),

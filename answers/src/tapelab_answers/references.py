@@ -1,0 +1,28 @@
+"""The reference computations behind the checkers' expected values: each exercise's correct computation, and
+the named wrong variants a checker compares a student's values against.
+
+They are close to the model answers, which is why they live here and not in `tapelab`: a graded course's
+environment does not install this distribution, so its kernels cannot read them. `tapelab release` runs them
+for every case of every check and stores the numbers (tapelab.checker.expected); the checkers read those,
+and call these functions only for a case no data covers (a test's own input, in a self-study install).
+
+Each function takes the objects a case is built from (a model, an optimizer, a loss, data): building them
+stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and TensorFlow only when called.
+"""
+from __future__ import annotations
+
+__all__ = ["model_gradients"]
+
+
+def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
+    """Exercise 2.1: the gradients of the loss for `model.trainable_variables`, or of a named variant:
+    inference mode (`training=False`), swapped loss arguments, the predictions as the target
+    (`target="preds"`), or the loss value itself (`target="value"`)."""
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        preds = model(x, training=training)
+        value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
+    if target == "value":
+        return value.numpy()
+    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
