@@ -2,9 +2,12 @@
 read their expected values from data that `tapelab release` computes with the answers distribution's
 references (tapelab.checker.expected); a graded install, which lacks that distribution, still checks."""
 import ast
+import copy
 import dataclasses
+import inspect
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -12,6 +15,7 @@ import numpy as np
 import pytest
 
 import tapelab
+import tapelab_answers.references
 from answers import mistakes
 from mutation.inprocess import exercises, grade
 from tapelab.checker.expected import MissingExpectation, decode, encode
@@ -20,7 +24,7 @@ from tapelab.release import tag_test_cells
 from tapelab.release_expected import EXPECTED, HIDDEN, derive_expected, hidden_cases, inline_hidden, write_expected
 
 # The exercises whose expected values come from stored data, by notebook.
-NOTEBOOKS = {"02_model_variables": ("ex2_1",)}
+NOTEBOOKS = {"02_model_variables": ("ex2_1", "ex2_3", "ex2_4")}
 SOLVED = [(nb, e) for nb, ids in NOTEBOOKS.items() for e in exercises(nb) if e.answer_id[:-len("_answer")] in ids]
 SOLVED_IDS = [e.answer_id for _, e in SOLVED]
 MISTAKES = [(e, m) for nb, e in SOLVED for m in mistakes(nb).get(e.answer_id, [])]
@@ -171,3 +175,94 @@ def test_without_the_references_an_unknown_case_says_so(graded):
 
     with pytest.raises(MissingExpectation, match=r"no expected values for the input \('bn', 'mse', 99\)"):
         ex2_1.check(lambda model, loss_fn, x, y: [], cases=[("bn", "mse", 99)])
+
+
+# -- and no source of the package holds the reference statements --------------------------------------------
+
+WINDOW = 3  # statements in a row: one or two are idioms every tape example shares
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a body in order, a compound one by its header (its bodies follow), docstrings left out."""
+    out = []
+    for node in body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue
+        head, inner = copy.copy(node), []
+        for field in ("body", "orelse", "finalbody"):
+            part = getattr(node, field, None)
+            if isinstance(part, list) and part and isinstance(part[0], ast.stmt):
+                inner += part
+                setattr(head, field, [ast.Pass()])
+        for handler in getattr(node, "handlers", None) or ():
+            inner += handler.body
+        out += [head, *_statements(inner)]
+    return out
+
+
+def _renamed(statements: list[ast.stmt]) -> tuple[str, ...]:
+    """The statements as text, with every local name (and parameter) renamed by its first use in them."""
+    names: dict[str, str] = {}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Name(names.setdefault(node.id, f"v{len(names)}"), node.ctx), node)
+
+        def visit_arg(self, node):
+            return ast.copy_location(ast.arg(names.setdefault(node.arg, f"v{len(names)}")), node)
+
+    return tuple(ast.unparse(Rename().visit(ast.parse(ast.unparse(s)))) for s in statements)
+
+
+def _windows(source: str, every_size: bool = False) -> set[tuple[str, ...]]:
+    """Every run of WINDOW statements (or a whole shorter function) in each function of `source`, renamed;
+    with `every_size`, the runs of every length up to WINDOW (so a short reference is found in a longer body)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            flat = _statements(node.body)
+            for size in range(1, WINDOW + 1) if every_size else [min(WINDOW, len(flat))]:
+                found |= {_renamed(flat[i:i + size]) for i in range(len(flat) - size + 1)}
+    return found
+
+
+def _reference_windows() -> dict[str, set]:
+    """What must not be readable: each scanned exercise's model answer, and each reference computation."""
+    found = {e.answer_id: _windows(e.reference) for _, e in SOLVED}
+    found |= {f"references.{n}": _windows(textwrap.dedent(inspect.getsource(f)))
+              for n, f in vars(tapelab_answers.references).items()
+              if inspect.isfunction(f) and f.__module__ == tapelab_answers.references.__name__}
+    return found
+
+
+def _leaks(sources: dict[str, str], wanted: dict[str, set]) -> list[str]:
+    held = {path: _windows(text, every_size=True) for path, text in sources.items()}
+    return [f"{path} holds statements of {what}" for what, windows in wanted.items()
+            for path, have in held.items() if windows & have]
+
+
+def _package_sources() -> dict[str, str]:
+    root = Path(tapelab.__file__).parent
+    return {str(p): p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py"))}
+
+
+def test_no_package_source_holds_a_reference_statement():
+    """Does no function of the tapelab package hold three statements in a row of a scanned exercise's model
+    answer or of a reference computation (formatting, comments, docstrings and names aside)?"""
+    wanted = _reference_windows()
+    assert all(wanted.values()) and len(wanted) > len(SOLVED)
+    assert not _leaks(_package_sources(), wanted)
+
+
+def test_the_statement_scan_finds_a_renamed_copy(tmp_path):
+    """Would the scan find a reference computation and a model answer copied with other names and layout, and
+    a one-statement reference inside a longer function?"""
+    copied = textwrap.dedent(inspect.getsource(tapelab_answers.references.model_gradients))
+    copied = copied.replace("preds", "out").replace("value", "total").replace("tape", "t")
+    answer = SOLVED[0][1].reference.replace("loss", "cost").replace("\n    ", "\n        ")
+    answer = answer.replace("def ", "class Planted:\n    def ", 1)
+    inside = "def losses(build, lr, data, n):\n    run = fresh(build, lr)\n    return [[float(run(a, b)) for a, b in data] for _ in range(n)]\n"
+    found = _leaks({"copy.py": copied, "answer.py": answer, "inside.py": inside}, _reference_windows())
+    assert "copy.py holds statements of references.model_gradients" in found
+    assert "inside.py holds statements of references.epoch_losses" in found  # a short one, in a longer body
+    assert f"answer.py holds statements of {SOLVED[0][1].answer_id}" in found

@@ -11,7 +11,7 @@ stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and
 """
 from __future__ import annotations
 
-__all__ = ["model_gradients"]
+__all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps"]
 
 
 def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
@@ -26,3 +26,41 @@ def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="
     if target == "value":
         return value.numpy()
     return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
+
+
+def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True):
+    """Exercise 2.3: the trainable variables after `steps` training steps and the loss of each, for the
+    correct step or a named variant: without the layer losses, in inference mode, or uphill (`sign=-1`)."""
+    import tensorflow as tf
+
+    losses = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            preds = model(x, training=training)
+            value = loss_fn(y, preds)
+            if layer_losses:
+                value = value + sum(model.losses)
+        grads = tape.gradient(value, model.trainable_variables)
+        optimizer.apply([sign * g for g in grads], model.trainable_variables)
+        losses.append(float(value))
+    return [v.numpy() for v in model.trainable_variables], losses
+
+
+def data_losses(model, optimizer, loss_fn, x, y, steps):
+    """Exercise 2.3: the data-only part of each step's loss along the correct trajectory."""
+    import tensorflow as tf
+
+    out = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            preds = model(x, training=True)
+            data = loss_fn(y, preds)
+            value = data + sum(model.losses)
+        optimizer.apply(tape.gradient(value, model.trainable_variables), model.trainable_variables)
+        out.append(float(data))
+    return out
+
+
+def epoch_losses(step, dataset, epochs):
+    """Exercise 2.4: each epoch's batch losses along the correct loop, `step` training a fresh model."""
+    return [[float(step(x, y)) for x, y in dataset] for _ in range(epochs)]

@@ -220,36 +220,6 @@ def _train_case(spec):
             f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
 
 
-def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=1.0, training=True):
-    """Final variables and the loss of each step, for the correct step or a named variant."""
-    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
-    losses = []
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            preds = model(x, training=training)
-            value = loss_fn(y, preds)
-            if layer_losses:
-                value = value + sum(model.losses)
-        grads = tape.gradient(value, model.trainable_variables)
-        optimizer.apply([sign * g for g in grads], model.trainable_variables)
-        losses.append(float(value))
-    return [v.numpy() for v in model.trainable_variables], losses
-
-
-def _data_losses(build, make_opt, loss, x, y, steps):
-    """The data-only part of each step's loss along the correct trajectory."""
-    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
-    out = []
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            preds = model(x, training=True)
-            data = loss_fn(y, preds)
-            value = data + sum(model.losses)
-        optimizer.apply(tape.gradient(value, model.trainable_variables), model.trainable_variables)
-        out.append(float(data))
-    return out
-
-
 class TrainStep(Exercise):
     number = "2.3"
     answer = "train_step"
@@ -263,6 +233,19 @@ class TrainStep(Exercise):
         "so a regularizer's penalty is part of what you minimise.",
     )
 
+    def expectations(self, spec):
+        """The variables after the correct steps and their losses, the data losses alone, and the variables
+        after each named wrong step."""
+        build, make_opt, loss, x, y, steps, _ = _train_case(spec)
+
+        def trained(part, **variant):
+            return lambda refs: refs.train_steps(build(), make_opt(), LOSSES[loss](), x, y, steps, **variant)[part]
+
+        return {"variables": trained(0), "losses": trained(1),
+                "data losses": lambda refs: refs.data_losses(build(), make_opt(), LOSSES[loss](), x, y, steps),
+                "no layer losses": trained(0, layer_losses=False), "inference mode": trained(0, training=False),
+                "uphill": trained(0, sign=-1.0)}
+
     def check_case(self, fn, spec, facts):
         build, make_opt, loss, x, y, steps, label = _train_case(spec)
         model, optimizer = build(), make_opt()
@@ -270,10 +253,11 @@ class TrainStep(Exercise):
         returned = []
         for _ in range(steps):
             returned.append(self.call(fn, model, optimizer, LOSSES[loss](), x, y, shown=shown).value)
-        expected, expected_losses = _reference_loop(build, make_opt, loss, x, y, steps)
+        want = self.expect(spec)
+        expected, expected_losses = want["variables"], want["losses"]
         after = [v.numpy() for v in model.trainable_variables]
         if not _all_close(expected, after):
-            self._explain_variables(build, make_opt, loss, x, y, steps, label, expected, after)
+            self._explain_variables(build, want, steps, label, expected, after)
         if any(r is None for r in returned):
             raise Incorrect("Your variables are right, but `train_step` returned `None`. "
                             "Did you forget `return loss`?", cause="no-return")
@@ -282,7 +266,7 @@ class TrainStep(Exercise):
         except (TypeError, ValueError):
             raise Incorrect("Your variables are right, but `train_step` should return the loss as a scalar "
                             f"tensor, not a `{type(returned[0]).__name__}`.") from None
-        data_only = Alternative("data loss only", lambda: _data_losses(build, make_opt, loss, x, y, steps),
+        data_only = Alternative("data loss only", want.later("data losses"),
                                 "layer-losses-missing",
                                 "Those are the data losses alone. Return the total you minimised, "
                                 "`loss_fn(y, preds) + sum(model.losses)`.")
@@ -293,23 +277,20 @@ class TrainStep(Exercise):
             raise Incorrect(f"Your variables are right, but the returned losses are {shown}, and should be "
                             f"{should}. {says}", cause=code)
 
-    def _explain_variables(self, build, make_opt, loss, x, y, steps, label, expected, after):
-        def variant(**change):
-            return lambda: _reference_loop(build, make_opt, loss, x, y, steps, **change)[0]
-
+    def _explain_variables(self, build, want, steps, label, expected, after):
         alternatives = (
             Alternative("unchanged", [v.numpy() for v in build().trainable_variables], "no-update",
                         "The variables never changed. Did you apply the gradients with "
                         "`optimizer.apply(grads, model.trainable_variables)`?"),
-            Alternative("no layer losses", variant(layer_losses=False), "layer-losses-missing",
+            Alternative("no layer losses", want.later("no layer losses"), "layer-losses-missing",
                         "They are what you get without the layer losses: this model has a regularizer. "
                         "Did you add `sum(model.losses)` to the loss, reading it inside the tape? Read before "
                         "the `with` block, the penalty is a constant to the tape, and adds no gradient."),
-            Alternative("inference mode", variant(training=False), "inference-mode",
+            Alternative("inference mode", want.later("inference mode"), "inference-mode",
                         "They are what the model gives in inference mode: its `BatchNormalization` layer then "
                         "uses its moving statistics instead of the batch's own. Did you call "
                         "`model(x, training=True)` inside the tape?"),
-            Alternative("uphill", variant(sign=-1.0), "uphill-step",
+            Alternative("uphill", want.later("uphill"), "uphill-step",
                         "Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
                         "The optimizer already subtracts them."),
         )
