@@ -24,7 +24,7 @@ from tapelab.release import tag_test_cells
 from tapelab.release_expected import EXPECTED, HIDDEN, derive_expected, hidden_cases, inline_hidden, write_expected
 
 # The exercises whose expected values come from stored data, by notebook.
-NOTEBOOKS = {"02_model_variables": ("ex2_1", "ex2_3", "ex2_4")}
+NOTEBOOKS = {"02_model_variables": ("ex2_1", "ex2_3", "ex2_4"), "06_fit_vs_custom": ("ex6_4",)}
 SOLVED = [(nb, e) for nb, ids in NOTEBOOKS.items() for e in exercises(nb) if e.answer_id[:-len("_answer")] in ids]
 SOLVED_IDS = [e.answer_id for _, e in SOLVED]
 MISTAKES = [(e, m) for nb, e in SOLVED for m in mistakes(nb).get(e.answer_id, [])]

@@ -11,7 +11,7 @@ stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and
 """
 from __future__ import annotations
 
-__all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps"]
+__all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps", "two_optimizer_steps"]
 
 
 def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
@@ -64,3 +64,24 @@ def data_losses(model, optimizer, loss_fn, x, y, steps):
 def epoch_losses(step, dataset, epochs):
     """Exercise 2.4: each epoch's batch losses along the correct loop, `step` training a fresh model."""
     return [[float(step(x, y)) for x, y in dataset] for _ in range(epochs)]
+
+
+def two_optimizer_steps(model, opt_a, opt_b, x, y, steps, scaled_by="own"):
+    """Exercise 6.4: the trainable weights after `steps` steps in which `opt_a` trains the first layer and
+    `opt_b` the others, and the loss before each. `scaled_by` gives a known wrong variant under mixed
+    precision instead: "none" (the loss never scaled) or "a" / "b" (that optimizer's scale for every variable)."""
+    import tensorflow as tf
+
+    scalers = {"own": (opt_a, opt_b), "none": (None, None), "a": (opt_a, opt_a), "b": (opt_b, opt_b)}[scaled_by]
+    n = len(model.layers[0].trainable_variables)
+    parts = model.trainable_variables[:n], model.trainable_variables[n:]
+    losses = []
+    for _ in range(steps):
+        with tf.GradientTape(persistent=True) as tape:
+            loss = tf.reduce_mean(tf.square(y - tf.cast(model(x, training=True), y.dtype)))
+            targets = [loss if scaler is None else scaler.scale_loss(loss) for scaler in scalers]
+        for optimizer, target, part in zip((opt_a, opt_b), targets, parts):
+            optimizer.apply(tape.gradient(target, part), part)
+        del tape
+        losses.append(float(loss))
+    return [v.numpy() for v in model.trainable_variables], losses

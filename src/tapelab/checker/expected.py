@@ -61,14 +61,19 @@ def decode(data: Any) -> Any:
     return data
 
 
-@cache
 def stored(number: str) -> Mapping[str, Mapping[str, Any]]:
-    """Case key -> name -> encoded value, for exercise `number`'s visible cases (this package's data)."""
-    prefix = number.split(".")[0].zfill(2)
+    """Case key -> name -> encoded value, for exercise `number`'s visible cases (this package's data). Parsed
+    afresh on each call from text read once: what one check gets, student code cannot change for the next."""
+    return json.loads(_text(number.split(".")[0].zfill(2)))["exercises"].get(number, {})
+
+
+@cache
+def _text(prefix: str) -> str:
+    """The package's data file of notebook `prefix` ("02"), or an empty one."""
     for path in files(_PACKAGE).joinpath(_FOLDER).iterdir():
         if path.name.startswith(f"{prefix}_") and path.name.endswith(".json"):
-            return json.loads(path.read_text(encoding="utf-8"))["exercises"].get(number, {})
-    return {}
+            return path.read_text(encoding="utf-8")
+    return '{"exercises": {}}'
 
 
 def references() -> ModuleType | None:
