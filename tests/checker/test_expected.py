@@ -20,7 +20,7 @@ from answers import mistakes
 from mutation.inprocess import exercises, grade
 from tapelab.checker.expected import MissingExpectation, decode, encode
 from tapelab.paths import SOLUTIONS
-from tapelab.release import tag_test_cells
+from tapelab.release import ReleaseError, release, tag_test_cells
 from tapelab.release_expected import EXPECTED, HIDDEN, derive_expected, hidden_cases, inline_hidden, write_expected
 
 # The exercises whose expected values come from stored data, by notebook.
@@ -71,6 +71,29 @@ def test_stored_values_are_what_the_references_compute_now(name):
     _assert_same(hidden, _stored(SOLUTIONS / HIDDEN / f"{name}.json"), f"solutions/expected/{name}.json")
     cases = hidden_cases(name)
     assert all(len(hidden[n]) == len(set(map(repr, cases[n]))) > 0 for n in hidden), "a hidden case is not stored"
+
+
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_the_committed_files_are_as_the_release_writes_them(name, tmp_path):
+    """Are the committed files byte for byte what `write_expected` writes from their own values (generated,
+    not edited by hand), with one line per stored value?"""
+    visible, hidden = _stored(EXPECTED / f"{name}.json"), _stored(SOLUTIONS / HIDDEN / f"{name}.json")
+    written = write_expected(name, visible, hidden, tmp_path / "package", tmp_path / "solutions")
+    assert [p.read_bytes() for p in written] == [(EXPECTED / f"{name}.json").read_bytes(),
+                                                 (SOLUTIONS / HIDDEN / f"{name}.json").read_bytes()]
+    lines = (EXPECTED / f"{name}.json").read_text().splitlines()
+    assert sum(line.startswith('   "') for line in lines) == sum(map(len, visible.values()))
+
+
+def test_without_the_references_the_release_refuses_to_guess(monkeypatch):
+    """Does a release without the answers distribution's references stop, saying what to install, rather than
+    write stale or empty expected values?"""
+    monkeypatch.setattr("tapelab.release_expected.references", lambda: None)
+    with pytest.raises(ValueError, match=r"not installed here: `pip install --no-deps -e \./answers`"):
+        derive_expected("02_model_variables")
+    with pytest.raises(ReleaseError, match="02_model_variables: its expected values"):
+        release(["02_model_variables"], out=Path("/nonexistent/out"), expected_data=Path("/nonexistent/data"))
+    assert not Path("/nonexistent").exists()
 
 
 def test_a_notebook_without_an_exercises_module_has_nothing_to_compute(tmp_path):
