@@ -16,8 +16,9 @@ import pytest
 
 import tapelab
 import tapelab_answers.references
-from answers import mistakes
+from answers import fresh_mistakes, mistakes
 from mutation.inprocess import exercises, grade
+from tapelab.checker import expected
 from tapelab.checker.expected import MissingExpectation, decode, encode
 from tapelab.paths import SOLUTIONS
 from tapelab.release import ReleaseError, release, tag_test_cells
@@ -190,6 +191,27 @@ def test_without_the_references_each_known_mistake_is_named(exercise, mistake, g
     verdict = grade(exercise, mistake.code, mistake.name)
     assert verdict.outcome == "incorrect" and verdict.part == "visible", verdict
     assert mistake.says in verdict.message
+
+
+WRONG = [(e, m.name, m.code) for e, m in MISTAKES] + [
+    (e, f"fresh {m.name}", m.code) for nb, e in SOLVED for m in fresh_mistakes(nb).get(e.answer_id, [])]
+
+
+@pytest.mark.parametrize("exercise,label,code", WRONG, ids=[f"{e.answer_id}-{label}" for e, label, _ in WRONG])
+def test_feedback_from_stored_values_is_what_the_references_give(exercise, label, code, monkeypatch):
+    """Does each wrong answer of both catalogues get, from the stored values, the very outcome, message and
+    cause it gets when the references compute every value (the package's data set aside)?"""
+    visible, read, computed = dataclasses.replace(exercise, hidden=""), [], []
+    found, decoded = expected.references, expected.decode
+    monkeypatch.setattr(expected, "references", lambda: computed.append(1) or found())
+    monkeypatch.setattr(expected, "decode", lambda data: read.append(1) or decoded(data))
+    from_data = grade(visible, code, label)
+    assert from_data.outcome == "incorrect" and not computed  # every value it needed came from the data
+    monkeypatch.setattr(expected, "stored", lambda number: {})
+    from_references = grade(visible, code, label)
+    assert bool(computed) == bool(read)  # the same values were needed (none, when the answer raised first)
+    assert (from_data.outcome, from_data.message, from_data.cause) == \
+        (from_references.outcome, from_references.message, from_references.cause)
 
 
 def test_without_the_references_an_unknown_case_says_so(graded):
