@@ -306,7 +306,8 @@ def test_the_statement_scan_finds_a_renamed_copy(tmp_path):
     copied = copied.replace("preds", "out").replace("value", "total").replace("tape", "t")
     answer = SOLVED[0][1].reference.replace("loss", "cost").replace("\n    ", "\n        ")
     answer = answer.replace("def ", "class Planted:\n    def ", 1)
-    inside = "def losses(build, lr, data, n):\n    run = fresh(build, lr)\n    return [[float(run(a, b)) for a, b in data] for _ in range(n)]\n"
+    inside = ("def losses(build, lr, data, n):\n    run = fresh(build, lr)\n"
+              "    return [[float(run(a, b)) for a, b in data] for _ in range(n)]\n")
     found = _leaks({"copy.py": copied, "answer.py": answer, "inside.py": inside}, _reference_windows())
     assert "copy.py holds statements of references.model_gradients" in found
     assert "inside.py holds statements of references.epoch_losses" in found  # a short one, in a longer body

@@ -86,7 +86,8 @@ class TwoOptimizers(Exercise):
         weights, x, y = case.draw()
         model, (opt_a, opt_b) = case.model(), case.optimizers()
         n = len(model.layers[0].trainable_variables)  # read before the student's code runs
-        names = [f"{'first' if i < n else 'second'} layer's {v.name}" for i, v in enumerate(model.trainable_variables)]
+        names = [f"{'first' if i < n else 'second'} layer's {v.name}"
+                 for i, v in enumerate(model.trainable_variables)]
         expect = self.expect(case)
         losses = expect["losses"]
         first = f"Dense({case.hidden}{'' if case.bias else ', use_bias=False'})"
