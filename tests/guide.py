@@ -55,9 +55,9 @@ def clone(target: Path) -> Path:
     (the code under test) over it, its .venv the running venv (`checkout`).
 
     In it, `tapelab` must run the clone's own code, as a clone's own `make venv` would install it: the shells
-    `run_as_written(..., repo=clone)` starts put its src/ first on PYTHONPATH. Its lock and pyproject files
-    are dated before the venv's `.installed` stamp, so `make` finds the venv built and never reinstalls the
-    shared venv from the clone; that is checked here before any command runs."""
+    `run_as_written(..., repo=clone)` starts put its src/ and answers/src/ first on PYTHONPATH. Its lock and
+    pyproject files are dated before the venv's `.installed` stamp, so `make` finds the venv built and never
+    reinstalls the shared venv from the clone; that is checked here before any command runs."""
     subprocess.run(["git", "clone", "--shared", "-q", str(REPO), str(target)], check=True, timeout=120)
     shutil.rmtree(target / "src")
     shutil.copytree(REPO / "src", target / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -82,7 +82,7 @@ def _shell(block: str, home: Path, repo: Path | None) -> dict:
         venv = checkout(home.parent / f"{home.name}-checkout")
         script = f"cd {venv}\n{path_line()}\ncd {home}\n{block}"
     else:
-        env["PYTHONPATH"] = str(repo / "src")
+        env["PYTHONPATH"] = os.pathsep.join(str(repo / part) for part in ("src", "answers/src"))  # as its make venv
         script = f"cd {repo}\n{path_line()}\n{block}"
     return {"args": ["bash", "-e", "-o", "pipefail", "-c", script], "cwd": home, "env": env}
 

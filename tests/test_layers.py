@@ -24,7 +24,8 @@ ALLOWED = {
     "widgets": {"diagnose"},
     "exercises": {"causes", "checker", "diagnose", "lint", "quiet"},
     "release_answers": {"checker", "paths"},
-    "release": {"checker", "errors", "paths", "release_answers"},
+    "release_expected": {"checker", "paths"},
+    "release": {"checker", "errors", "paths", "release_answers", "release_expected"},
     "tapelab": {"lazy", "checker"},
 }
 # What all of grading may import from outside it, and what each of its stages may import inside it.

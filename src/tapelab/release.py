@@ -15,7 +15,8 @@ notebook, where `nbgrader release_assignment` in a subprocess costs about 3 s of
 The course setting `answers` (`c.TapelabCourse.answers` in the course's nbgrader_config.py, or
 `tapelab release --answers`) decides what students may see of the answers (tapelab.checker.answers): a
 locked course gets the lock in each notebook's setup cell. `tapelab release` also writes the
-answers distribution's data (tapelab.release_answers), which only self-study installs include.
+answers distribution's data (tapelab.release_answers), which only self-study installs include, and the checks'
+expected values (tapelab.release_expected): the hidden tests' go into the course's source notebooks only.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from tapelab.errors import UsageError
 from tapelab.checker.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
+from tapelab.release_expected import HIDDEN, derive_expected, inline_hidden, write_expected
 
 __all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "course_config",
            "exchange_outbound", "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells",
@@ -131,8 +133,9 @@ def write_course_config(course: Path, db_url: str | None = None, answers: str | 
 
 
 def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None:
-    """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`, and
-    the course's answers `lock` in its setup cell (tapelab.release_answers.lock_setup_cell).
+    """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`, the
+    course's answers `lock` in its setup cell (tapelab.release_answers.lock_setup_cell), and the stored
+    expected values of its hidden tests in their calls (tapelab.release_expected.inline_hidden).
 
     A failing check raises, and JupyterLab's Run All stops at the first cell that raises, so one
     untouched exercise would keep every later cell (widgets included) from running. For a cell with
@@ -149,6 +152,7 @@ def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None
                 tags.append(TEST_CELL_TAG)
     try:
         lock_setup_cell(nb, lock)
+        inline_hidden(nb, source.parent / HIDDEN / f"{source.stem}.json")
     except ValueError as error:
         raise ReleaseError(f"{source.name}: {error}") from None
     nbformat.write(nb, target)
@@ -232,12 +236,22 @@ def release_to_exchange(course: Path, assignments: Iterable[str]) -> list[str]:
 
 
 def release(names: list[str] | None = None, out: Path = NOTEBOOKS, solutions: Path = SOLUTIONS,
-            answers: str | None = None, answer_data: Path | None = None) -> list[Path]:
+            answers: str | None = None, answer_data: Path | None = None,
+            expected_data: Path | None = None) -> list[Path]:
     """Write the student version of each named notebook (default: all) into `out`, with the answers
     setting `answers` applied (default: grader/nbgrader_config.py's, else self-study); with `answer_data`,
-    also the answers distribution's data of those notebooks into that folder. Return the paths written."""
+    also the answers distribution's data of those notebooks into that folder; with `expected_data`, first the
+    checks' expected values (the visible cases' into that folder, the hidden ones' into solutions/expected/).
+    Return the paths written."""
     names = names or assignment_names(solutions)
     written = []
+    if expected_data:
+        try:
+            expected = {name: derive_expected(name, solutions) for name in names}
+        except ValueError as error:
+            raise ReleaseError(str(error)) from None
+        for name, (visible, hidden) in expected.items():
+            written += write_expected(name, visible, hidden, expected_data, solutions)
     with tempfile.TemporaryDirectory(prefix="tapelab-release-") as tmp:
         course = Path(tmp)
         prepare_course(course, names, solutions, exchange=False, answers=answers)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause
@@ -59,15 +60,19 @@ class Exercise:
     unread_parameters: frozenset[str] = frozenset()
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
     _file: str | None = None  # the file its code was compiled from (the answer cell), set by `check`
+    _given: dict = {}  # case key -> the expected values a hidden test passed to `check`, set by `check`
 
-    def check(self, answer: Any = None, *, cases: Iterable | None = None) -> None:
+    def check(self, answer: Any = None, *, cases: Iterable | None = None, expected: dict | None = None) -> None:
         """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation.
 
         The function's source is linted once (tapelab.checker.lint_facts): a failure with no cause of its own may take
         a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
+        `expected` (case key -> name -> stored value) is what a course's hidden test passes for its cases
+        (tapelab.checker.expected): written there by the course's set-up, never by hand.
         """
         __tracebackhide__ = True
         static, fn = StaticFacts(), None
+        self._given = dict(expected or {})
         try:
             fn = self._lookup() if answer is None else answer
             if not callable(fn):
@@ -122,6 +127,21 @@ class Exercise:
 
     def check_case(self, fn: Callable, case: Any, facts: CodeFacts) -> None:
         raise NotImplementedError
+
+    def expectations(self, case: Any) -> dict[str, Callable[[Any], Any]]:
+        """What this exercise expects of `case`, by name, each a function of the reference computations
+        (`tapelab_answers.references`) that computes it: an exercise whose references are close to its answer
+        defines it, and `tapelab release` stores every value (tapelab.checker.expected)."""
+        return {}
+
+    def case_key(self, case: Any) -> str:
+        """The key of `case` in stored expectations: its repr, the same for a case written in a notebook."""
+        return repr(case)
+
+    def expect(self, case: Any) -> Expectations:
+        """The expected values of `case`: the hidden test's, the package's, or computed (tapelab.checker.expected)."""
+        key = self.case_key(case)
+        return Expectations(self.number, key, self.expectations(case), self._given.get(key))
 
     def hint(self, tier: int = 1) -> None:
         """Show hint `tier` (1 is the gentlest). The last tier is nearly the answer, so it comes with the

@@ -47,10 +47,11 @@ def _repository(given: Path | None) -> Path:
 def run(args: argparse.Namespace) -> int:
     from tapelab.release import release  # first: without the course extra, that is what to say
     from tapelab.release_answers import ANSWER_DATA
+    from tapelab.release_expected import EXPECTED
 
     _repository(args.repo)
 
     for path in release(args.names or None, out=args.out or NOTEBOOKS, answers=args.answers,
-                        answer_data=ANSWER_DATA):
+                        answer_data=ANSWER_DATA, expected_data=EXPECTED):
         print(f"released {path}")
     return 0

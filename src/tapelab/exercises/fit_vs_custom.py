@@ -57,15 +57,39 @@ class TwoOptimizers(Exercise):
         "returns the loss unchanged for a plain optimizer, and a `LossScaleOptimizer` unscales by its own scale).",
     )
 
+    def case_key(self, case):
+        return repr(_two_layer(case))
+
+    def expectations(self, case):
+        """The weights after the correct steps and the loss before each; under mixed precision also the
+        weights after each wrongly scaled step (the loss never scaled, or one optimizer's scale for all)."""
+        case = _two_layer(case)
+
+        def steps(part, scaled_by="own"):
+            def compute(refs):
+                with dtype_policy(case.policy):
+                    model, (opt_a, opt_b), (_, x, y) = case.model(), case.optimizers(), case.draw()
+                    return refs.two_optimizer_steps(model, opt_a, opt_b, x, y, case.steps, scaled_by)[part]
+            return compute
+
+        found = {"weights": steps(0), "losses": steps(1)}
+        if case.policy == "mixed_float16":
+            found |= {f"scaled by {who}": steps(0, who) for who in ("none", "a", "b")}
+        return found
+
     def check_case(self, fn, case, facts):
-        case = case if isinstance(case, TwoLayerCase) else TwoLayerCase(*case)
+        case = _two_layer(case)
         with dtype_policy(case.policy):
             self._check_under_policy(fn, case)
 
     def _check_under_policy(self, fn, case):
         weights, x, y = case.draw()
         model, (opt_a, opt_b) = case.model(), case.optimizers()
-        reference, losses = case.reference()
+        n = len(model.layers[0].trainable_variables)  # read before the student's code runs
+        names = [f"{'first' if i < n else 'second'} layer's {v.name}"
+                 for i, v in enumerate(model.trainable_variables)]
+        expect = self.expect(case)
+        losses = expect["losses"]
         first = f"Dense({case.hidden}{'' if case.bias else ', use_bias=False'})"
         policy = f", under the {case.policy!r} dtype policy" if case.policy != "float32" else ""
         shown = (f"a {first}+{'BatchNormalization+' if case.norm else ''}Dense(1) model, opt_a={_named(opt_a)}, "
@@ -86,18 +110,15 @@ class TwoOptimizers(Exercise):
                             "overflows once the loss reaches 2 (float16 stops at 65504), and the `LossScaleOptimizer` "
                             "then skips the step. Did you cast `y` to float16? Cast the prediction up instead: "
                             "`tf.cast(model(x, training=True), y.dtype)`.", cause="float16-loss")
-        n = len(reference.layers[0].trainable_variables)
-        names = [f"{'first' if i < n else 'second'} layer's {v.name}"
-                 for i, v in enumerate(reference.trainable_variables)]
         count = len(names)
         got = [w.numpy() - w0 for w, w0 in zip(model.trainable_variables, weights)]
-        want = [w.numpy() - w0 for w, w0 in zip(reference.trainable_variables, weights)]
+        want = [w - w0 for w, w0 in zip(expect["weights"], weights)]
         wrong = [i for i in range(count) if not allclose(want[i], got[i], rtol=1e-3, atol=1e-6)]
         if not wrong:
             self._check_returned(returned, losses, shown, LOSS_SCALES if case.policy == "mixed_float16" else ())
             return
         if case.policy == "mixed_float16":
-            self._check_scaled(case, weights, want, got, names, steps_text, shown)
+            self._check_scaled(expect, weights, want, got, names, steps_text, shown)
         i = wrong[0]
         ratios = [_ratio(want[i], got[i]) for i in range(count)]
         lr_a, lr_b = (float(o.learning_rate) for o in (opt_a, opt_b))
@@ -130,10 +151,10 @@ class TwoOptimizers(Exercise):
                         "each optimizer get its own layer's variables and gradients, in order?")
 
     @staticmethod
-    def _check_scaled(case, weights, want, got, names, steps_text, shown):
+    def _check_scaled(expect, weights, want, got, names, steps_text, shown):
         """Under mixed precision: are the moves those of a step that scales its loss wrongly, or not at all?"""
         def moves(scaled_by: str):
-            return lambda: [w.numpy() - w0 for w, w0 in zip(case.reference(scaled_by)[0].trainable_variables, weights)]
+            return lambda: [w - w0 for w, w0 in zip(expect[f"scaled by {scaled_by}"], weights)]
 
         scale_a, scale_b = (int(s) for s in LOSS_SCALES)
         own = ("Each `LossScaleOptimizer` keeps a scale of its own, and the two drift apart in training (each halves "
@@ -195,6 +216,11 @@ class TwoOptimizers(Exercise):
                 raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"
                                 f"{at} where the loss (the mean squared error before the update, on {shown}) is "
                                 f"{want_text}. Return the `loss` you computed inside the tape, unchanged.")
+
+
+def _two_layer(case) -> TwoLayerCase:
+    """A case of 6.4 as the class, whether written as one or as the tuple of its fields (in a test cell)."""
+    return case if isinstance(case, TwoLayerCase) else TwoLayerCase(*case)
 
 
 def _named(optimizer: keras.optimizers.Optimizer) -> str:

@@ -1,7 +1,8 @@
 """The Keras models, losses and data that the checkers build: for notebook 02_model_variables the worked
 example, a zero-initialised Dense model (optionally with a layer loss) and a seeded
 Dense-BatchNormalization-Dense model, whose output depends on `training`; for exercise 6.4 the
-two-optimizer cases (`TwoLayerCase`), with their reference step and its known wrong variants."""
+two-optimizer cases (`TwoLayerCase`); their reference step is in the answers distribution
+(`tapelab_answers.references.two_optimizer_steps`), and its values in the stored expectations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -139,22 +140,3 @@ class TwoLayerCase:
             return pair
         return tuple(keras.optimizers.LossScaleOptimizer(opt, initial_scale=scale)
                      for opt, scale in zip(pair, LOSS_SCALES))
-
-    def reference(self, scaled_by: str = "own") -> tuple[keras.Model, list[float]]:
-        """The reference steps on a fresh model: the model after them and the loss before each. `scaled_by`
-        gives a known wrong variant instead: "none" (the loss never scaled) or "a" / "b" (that optimizer's
-        scale for every variable)."""
-        model, (opt_a, opt_b), (_, x, y) = self.model(), self.optimizers(), self.draw()
-        scalers = {"own": (opt_a, opt_b), "none": (None, None), "a": (opt_a, opt_a), "b": (opt_b, opt_b)}[scaled_by]
-        n = len(model.layers[0].trainable_variables)
-        parts = model.trainable_variables[:n], model.trainable_variables[n:]
-        losses = []
-        for _ in range(self.steps):
-            with tf.GradientTape(persistent=True) as tape:
-                loss = tf.reduce_mean(tf.square(y - tf.cast(model(x, training=True), y.dtype)))
-                targets = [loss if scaler is None else scaler.scale_loss(loss) for scaler in scalers]
-            for optimizer, target, part in zip((opt_a, opt_b), targets, parts):
-                optimizer.apply(tape.gradient(target, part), part)
-            del tape
-            losses.append(float(loss))
-        return model, losses

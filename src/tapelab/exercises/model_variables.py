@@ -31,18 +31,6 @@ def _gradient_case(spec):
     return build, loss, x, y
 
 
-def _reference_gradients(build, loss, x, y, training=True, swapped=False, target="loss"):
-    """The gradients of the correct loss, or of a named variant: inference mode, swapped arguments,
-    the predictions as the target (`target="preds"`), or the loss value itself (`target="value"`)."""
-    model, loss_fn = build(), LOSSES[loss]()
-    with tf.GradientTape() as tape:
-        preds = model(x, training=training)
-        value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
-    if target == "value":
-        return value.numpy()
-    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
-
-
 def _all_close(expected, got) -> bool:
     return all_close(expected, got, _RTOL, _ATOL)
 
@@ -57,19 +45,31 @@ class ModelGradients(Exercise):
         "Inside the tape: `preds = model(x, training=True)` then `loss = loss_fn(y, preds)` (targets first).",
     )
 
+    def expectations(self, spec):
+        """The gradients of the correct loss, of its named variants, and the loss value itself."""
+        build, loss, x, y = _gradient_case(spec)
+
+        def gradients(**variant):
+            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, **variant)
+
+        return {"gradients": gradients(), "inference mode": gradients(training=False),
+                "swapped arguments": gradients(swapped=True), "gradients of preds": gradients(target="preds"),
+                "loss value": gradients(target="value")}
+
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
         model = build()
         shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
         got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value
-        expected = _reference_gradients(build, loss, x, y)
+        want = self.expect(spec)
+        expected = want["gradients"]
         names = [short_path(v) for v in model.trainable_variables]
         if got is None:
             raise Incorrect("`model_gradients` returned `None`. Did you forget to `return` the gradients?",
                             cause="no-return")
         if not isinstance(got, (list, tuple)):
-            returned_loss = agrees(_reference_gradients(build, loss, x, y, target="value"), got, _RTOL, _ATOL)
+            returned_loss = agrees(want["loss value"], got, _RTOL, _ATOL)
             raise Incorrect(f"`model_gradients` returned a `{type(got).__name__}`, but should return a list "
                             f"of {len(expected)} gradients, one per entry of `model.trainable_variables`."
                             + (" It is the loss itself. Did you return `loss` instead of "
@@ -88,16 +88,16 @@ class ModelGradients(Exercise):
         if all(g is None for g in got):
             raise none_feedback("Every gradient is `None`.", facts, facts.returned_call())
         alternatives = (
-            Alternative("inference mode", lambda: _reference_gradients(build, loss, x, y, training=False),
+            Alternative("inference mode", want.later("inference mode"),
                         "inference-mode",
                         "These are the gradients of the model in inference mode. This model has a "
                         "`BatchNormalization` layer, which uses the batch's own statistics only while training. "
                         "Did you call `model(x, training=True)`?"),
-            Alternative("loss_fn(preds, y)", lambda: _reference_gradients(build, loss, x, y, swapped=True),
+            Alternative("loss_fn(preds, y)", want.later("swapped arguments"),
                         "swapped-loss-arguments",
                         f"These are the gradients of `loss_fn(preds, y)`. {type(LOSSES[loss]()).__name__} is not "
                         "symmetric, and Keras losses take the targets first. Did you write `loss_fn(y, preds)`?"),
-            Alternative("gradient of preds", lambda: _reference_gradients(build, loss, x, y, target="preds"),
+            Alternative("gradient of preds", want.later("gradients of preds"),
                         "wrong-target",
                         "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
                         "`preds` to `tape.gradient` instead of `loss`?"),
@@ -220,36 +220,6 @@ def _train_case(spec):
             f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
 
 
-def _reference_loop(build, make_opt, loss, x, y, steps, layer_losses=True, sign=1.0, training=True):
-    """Final variables and the loss of each step, for the correct step or a named variant."""
-    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
-    losses = []
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            preds = model(x, training=training)
-            value = loss_fn(y, preds)
-            if layer_losses:
-                value = value + sum(model.losses)
-        grads = tape.gradient(value, model.trainable_variables)
-        optimizer.apply([sign * g for g in grads], model.trainable_variables)
-        losses.append(float(value))
-    return [v.numpy() for v in model.trainable_variables], losses
-
-
-def _data_losses(build, make_opt, loss, x, y, steps):
-    """The data-only part of each step's loss along the correct trajectory."""
-    model, optimizer, loss_fn = build(), make_opt(), LOSSES[loss]()
-    out = []
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            preds = model(x, training=True)
-            data = loss_fn(y, preds)
-            value = data + sum(model.losses)
-        optimizer.apply(tape.gradient(value, model.trainable_variables), model.trainable_variables)
-        out.append(float(data))
-    return out
-
-
 class TrainStep(Exercise):
     number = "2.3"
     answer = "train_step"
@@ -263,6 +233,19 @@ class TrainStep(Exercise):
         "so a regularizer's penalty is part of what you minimise.",
     )
 
+    def expectations(self, spec):
+        """The variables after the correct steps and their losses, the data losses alone, and the variables
+        after each named wrong step."""
+        build, make_opt, loss, x, y, steps, _ = _train_case(spec)
+
+        def trained(part, **variant):
+            return lambda refs: refs.train_steps(build(), make_opt(), LOSSES[loss](), x, y, steps, **variant)[part]
+
+        return {"variables": trained(0), "losses": trained(1),
+                "data losses": lambda refs: refs.data_losses(build(), make_opt(), LOSSES[loss](), x, y, steps),
+                "no layer losses": trained(0, layer_losses=False), "inference mode": trained(0, training=False),
+                "uphill": trained(0, sign=-1.0)}
+
     def check_case(self, fn, spec, facts):
         build, make_opt, loss, x, y, steps, label = _train_case(spec)
         model, optimizer = build(), make_opt()
@@ -270,10 +253,11 @@ class TrainStep(Exercise):
         returned = []
         for _ in range(steps):
             returned.append(self.call(fn, model, optimizer, LOSSES[loss](), x, y, shown=shown).value)
-        expected, expected_losses = _reference_loop(build, make_opt, loss, x, y, steps)
+        want = self.expect(spec)
+        expected, expected_losses = want["variables"], want["losses"]
         after = [v.numpy() for v in model.trainable_variables]
         if not _all_close(expected, after):
-            self._explain_variables(build, make_opt, loss, x, y, steps, label, expected, after)
+            self._explain_variables(build, want, steps, label, expected, after)
         if any(r is None for r in returned):
             raise Incorrect("Your variables are right, but `train_step` returned `None`. "
                             "Did you forget `return loss`?", cause="no-return")
@@ -282,7 +266,7 @@ class TrainStep(Exercise):
         except (TypeError, ValueError):
             raise Incorrect("Your variables are right, but `train_step` should return the loss as a scalar "
                             f"tensor, not a `{type(returned[0]).__name__}`.") from None
-        data_only = Alternative("data loss only", lambda: _data_losses(build, make_opt, loss, x, y, steps),
+        data_only = Alternative("data loss only", want.later("data losses"),
                                 "layer-losses-missing",
                                 "Those are the data losses alone. Return the total you minimised, "
                                 "`loss_fn(y, preds) + sum(model.losses)`.")
@@ -293,23 +277,20 @@ class TrainStep(Exercise):
             raise Incorrect(f"Your variables are right, but the returned losses are {shown}, and should be "
                             f"{should}. {says}", cause=code)
 
-    def _explain_variables(self, build, make_opt, loss, x, y, steps, label, expected, after):
-        def variant(**change):
-            return lambda: _reference_loop(build, make_opt, loss, x, y, steps, **change)[0]
-
+    def _explain_variables(self, build, want, steps, label, expected, after):
         alternatives = (
             Alternative("unchanged", [v.numpy() for v in build().trainable_variables], "no-update",
                         "The variables never changed. Did you apply the gradients with "
                         "`optimizer.apply(grads, model.trainable_variables)`?"),
-            Alternative("no layer losses", variant(layer_losses=False), "layer-losses-missing",
+            Alternative("no layer losses", want.later("no layer losses"), "layer-losses-missing",
                         "They are what you get without the layer losses: this model has a regularizer. "
                         "Did you add `sum(model.losses)` to the loss, reading it inside the tape? Read before "
                         "the `with` block, the penalty is a constant to the tape, and adds no gradient."),
-            Alternative("inference mode", variant(training=False), "inference-mode",
+            Alternative("inference mode", want.later("inference mode"), "inference-mode",
                         "They are what the model gives in inference mode: its `BatchNormalization` layer then "
                         "uses its moving statistics instead of the batch's own. Did you call "
                         "`model(x, training=True)` inside the tape?"),
-            Alternative("uphill", variant(sign=-1.0), "uphill-step",
+            Alternative("uphill", want.later("uphill"), "uphill-step",
                         "Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
                         "The optimizer already subtracts them."),
         )

@@ -75,12 +75,6 @@ def _fresh_step(build, lr):
     return train_step_fn(build(), keras.optimizers.SGD(lr), keras.losses.MeanSquaredError())
 
 
-def _reference_losses(build, lr, dataset, epochs) -> list[list[float]]:
-    """Each epoch's batch losses along the correct loop, from a fresh model."""
-    step = _fresh_step(build, lr)
-    return [[float(step(x, y)) for x, y in dataset] for _ in range(epochs)]
-
-
 class TrainEpochs(Exercise):
     number = "2.4"
     answer = "train_epochs"
@@ -92,6 +86,11 @@ class TrainEpochs(Exercise):
         "Two loops: epochs outside, the dataset's batches inside. Reset the metric at the start of each epoch.",
         "For each batch `for x, y in dataset:`, call `loss = step(x, y)` once and `metric.update_state(loss)`.",
     )
+
+    def expectations(self, spec):
+        """Each epoch's batch losses along the correct loop, from a fresh model."""
+        build, lr, dataset, epochs, _ = _loop_case(spec)
+        return {"batch losses": lambda refs: refs.epoch_losses(_fresh_step(build, lr), dataset, epochs)}
 
     def check_case(self, fn, spec, facts):
         build, lr, dataset, epochs, label = _loop_case(spec)
@@ -107,7 +106,7 @@ class TrainEpochs(Exercise):
             raise
         n_batches = int(dataset.cardinality())
         self._check_calls(recorder.calls, n_batches, epochs)
-        batch_losses = _reference_losses(build, lr, dataset, epochs)
+        batch_losses = self.expect(spec)["batch losses"]
         expected = [float(np.mean(e)) for e in batch_losses]
         if got is None:
             raise Incorrect("`train_epochs` returned `None`. Did you forget to `return` the list of means?",

@@ -1,0 +1,87 @@
+"""The reference computations behind the checkers' expected values: each exercise's correct computation, and
+the named wrong variants a checker compares a student's values against.
+
+They are close to the model answers, which is why they live here and not in `tapelab`: a graded course's
+environment does not install this distribution, so its kernels cannot read them. `tapelab release` runs them
+for every case of every check and stores the numbers (tapelab.checker.expected); the checkers read those,
+and call these functions only for a case no data covers (a test's own input, in a self-study install).
+
+Each function takes the objects a case is built from (a model, an optimizer, a loss, data): building them
+stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and TensorFlow only when called.
+"""
+from __future__ import annotations
+
+__all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps", "two_optimizer_steps"]
+
+
+def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
+    """Exercise 2.1: the gradients of the loss for `model.trainable_variables`, or of a named variant:
+    inference mode (`training=False`), swapped loss arguments, the predictions as the target
+    (`target="preds"`), or the loss value itself (`target="value"`)."""
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        preds = model(x, training=training)
+        value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
+    if target == "value":
+        return value.numpy()
+    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
+
+
+def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True):
+    """Exercise 2.3: the trainable variables after `steps` training steps and the loss of each, for the
+    correct step or a named variant: without the layer losses, in inference mode, or uphill (`sign=-1`)."""
+    import tensorflow as tf
+
+    losses = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            preds = model(x, training=training)
+            value = loss_fn(y, preds)
+            if layer_losses:
+                value = value + sum(model.losses)
+        grads = tape.gradient(value, model.trainable_variables)
+        optimizer.apply([sign * g for g in grads], model.trainable_variables)
+        losses.append(float(value))
+    return [v.numpy() for v in model.trainable_variables], losses
+
+
+def data_losses(model, optimizer, loss_fn, x, y, steps):
+    """Exercise 2.3: the data-only part of each step's loss along the correct trajectory."""
+    import tensorflow as tf
+
+    out = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            preds = model(x, training=True)
+            data = loss_fn(y, preds)
+            value = data + sum(model.losses)
+        optimizer.apply(tape.gradient(value, model.trainable_variables), model.trainable_variables)
+        out.append(float(data))
+    return out
+
+
+def epoch_losses(step, dataset, epochs):
+    """Exercise 2.4: each epoch's batch losses along the correct loop, `step` training a fresh model."""
+    return [[float(step(x, y)) for x, y in dataset] for _ in range(epochs)]
+
+
+def two_optimizer_steps(model, opt_a, opt_b, x, y, steps, scaled_by="own"):
+    """Exercise 6.4: the trainable weights after `steps` steps in which `opt_a` trains the first layer and
+    `opt_b` the others, and the loss before each. `scaled_by` gives a known wrong variant under mixed
+    precision instead: "none" (the loss never scaled) or "a" / "b" (that optimizer's scale for every variable)."""
+    import tensorflow as tf
+
+    scalers = {"own": (opt_a, opt_b), "none": (None, None), "a": (opt_a, opt_a), "b": (opt_b, opt_b)}[scaled_by]
+    n = len(model.layers[0].trainable_variables)
+    parts = model.trainable_variables[:n], model.trainable_variables[n:]
+    losses = []
+    for _ in range(steps):
+        with tf.GradientTape(persistent=True) as tape:
+            loss = tf.reduce_mean(tf.square(y - tf.cast(model(x, training=True), y.dtype)))
+            targets = [loss if scaler is None else scaler.scale_loss(loss) for scaler in scalers]
+        for optimizer, target, part in zip((opt_a, opt_b), targets, parts):
+            optimizer.apply(tape.gradient(target, part), part)
+        del tape
+        losses.append(float(loss))
+    return [v.numpy() for v in model.trainable_variables], losses
