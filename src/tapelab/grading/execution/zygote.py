@@ -19,7 +19,8 @@ no TensorFlow eager context, no open file but the standard streams and the socke
 A kernel then ends up as a cold one would: same namespaces, mount script, rlimits, uid, cwd,
 environment, sys.path, sys.argv and standard streams; the references the imports took to the
 zygote's stdout and stderr (logging handlers, default arguments) are pointed at ipykernel's streams,
-as if the imports had run in the kernel, and so are the environment variables they set. What stays shared is only what cannot change after an
+as if the imports had run in the kernel, and the environment variables that the imports of ipykernel's
+start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
 """
 from __future__ import annotations
@@ -169,12 +170,15 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
     before = {name: _holders(streams[name]) for name in streams}
-    environ = dict(os.environ)
+    imports_set: dict[str, str] = {}  # what the imports every kernel's start makes set in the environment
     for module in preload:
+        environ = dict(os.environ)
         importlib.import_module(module)
-    if set(environ) - set(os.environ):
-        raise RuntimeError(f"the imports removed environment variables {sorted(set(environ) - set(os.environ))}")
-    imports_set = {key: value for key, value in os.environ.items() if environ.get(key) != value}
+        if set(environ) - set(os.environ):
+            raise RuntimeError(f"importing {module} removed environment variables "
+                               f"{sorted(set(environ) - set(os.environ))}")
+        if module in KERNEL_START:
+            imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
@@ -328,8 +332,9 @@ def _kernel(request: dict, status: int) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    # what the imports set (debugpy: PYDEVD_USE_FRAME_EVAL), as they would in a cold kernel, where they run
-    # with the kernel's environment: a variable that environment names keeps its value
+    # what the imports of a kernel's start set (debugpy: PYDEVD_USE_FRAME_EVAL), as in a cold kernel, where
+    # they run with the kernel's environment: a variable that environment names keeps its value. (What
+    # TensorFlow's import sets, TF2_BEHAVIOR and others, a cold kernel has only once a cell imports it: not set.)
     os.environ.update({key: value for key, value in _state["environ"].items() if key not in request["env"]})
     for folder in _state["homes"]:  # the zygote's home, in this kernel's private /tmp, for paths computed there
         os.makedirs(folder, mode=0o700, exist_ok=True)
