@@ -288,6 +288,12 @@ def _descendants(root: int) -> dict[int, tuple[int, str, int]]:
 SLEEPER = 'import subprocess\nsubprocess.run(["sleep", "300"])'
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C's signal at its default, as a command typed in a terminal starts: a test run started in the
+    background by a shell without job control inherits SIGINT ignored, and Python then keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGINT"])
 def test_no_process_of_a_killed_run_survives(course, tmp_path, how):
     """When the coordinator of `tapelab grade` is killed (or stopped by SIGTERM or Ctrl-C) while a kernel
@@ -300,7 +306,7 @@ def test_no_process_of_a_killed_run_survives(course, tmp_path, how):
     err = tmp_path / "stderr.txt"
     with err.open("w") as stderr:  # a file, not a pipe: a surviving worker would hold a pipe open
         proc = subprocess.Popen(cmd, env=nbgrader_env(), stdout=subprocess.DEVNULL, stderr=stderr,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_as_from_a_terminal)
     try:
         tree, sleeper = {}, None
         for _ in range(600):  # up to about 2 minutes for the kernel to reach the sleeping cell
