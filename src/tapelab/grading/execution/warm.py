@@ -3,7 +3,8 @@
 A worker process (a local pool's, or a Dask worker, threads and all) starts a zygote (`zygote.py`)
 at its first warm kernel and keeps it for its life, one for each set of preloaded modules its notebooks
 ask for (TensorFlow's, or the light one of a notebook without it: `zygote.preload_for`): the TensorFlow
-import is paid once per worker, and only by workers that grade a notebook using it, never shared between students, since each kernel is a fork that isolates itself before ipykernel
+import is paid once per worker, and only by workers that grade a notebook using it, never shared between
+students, since each kernel is a fork that isolates itself before ipykernel
 starts. `ForkedProvisioner` is jupyter_client's local provisioner with the launch replaced, so the
 kernel manager, the executor's client, interrupts and kills (the process group of the kernel's
 middle process, see zygote._middle) work as on the cold path.
