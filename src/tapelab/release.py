@@ -37,7 +37,7 @@ from tapelab.errors import UsageError
 from tapelab.checker.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
-from tapelab.release_expected import HIDDEN, derive_expected, inline_hidden, write_expected
+from tapelab.release_expected import HIDDEN, derive_expected, exercise_tests, inline_hidden, write_expected
 
 __all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "course_config",
            "exchange_outbound", "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells",
@@ -144,12 +144,10 @@ def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None
     on the course's source, so the gradebook, the release and every student copy agree on it.
     """
     nb = nbformat.read(source, as_version=4)
-    for cell in nb.cells:
-        role = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and role.get("grade") and role.get("locked") and not role.get("solution"):
-            tags = cell.metadata.setdefault("tags", [])
-            if TEST_CELL_TAG not in tags:
-                tags.append(TEST_CELL_TAG)
+    for cell in exercise_tests(nb):
+        tags = cell.metadata.setdefault("tags", [])
+        if TEST_CELL_TAG not in tags:
+            tags.append(TEST_CELL_TAG)
     try:
         lock_setup_cell(nb, lock)
         inline_hidden(nb, source.parent / HIDDEN / f"{source.stem}.json")

@@ -23,7 +23,8 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.expected import encode, references
 from tapelab.paths import REPO, SOLUTIONS
 
-__all__ = ["EXPECTED", "HIDDEN", "derive_expected", "hidden_cases", "inline_hidden", "write_expected"]
+__all__ = ["EXPECTED", "HIDDEN", "derive_expected", "exercise_tests", "hidden_cases", "inline_hidden",
+           "write_expected"]
 
 EXPECTED = REPO / "src" / "tapelab" / "exercises" / "expected"  # the visible cases' values, package data
 HIDDEN = "expected"  # the folder beside the solution notebooks that holds the hidden cases' values
@@ -45,16 +46,19 @@ def _hidden_calls(source: str) -> list[tuple[str, ast.Call]]:
     return found
 
 
-def _test_cells(nb: NotebookNode) -> list[NotebookNode]:
-    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-            and not c.metadata.get("nbgrader", {}).get("solution")]
+def exercise_tests(nb: NotebookNode) -> list[NotebookNode]:
+    """The locked, graded code cells that are not answers: an exercise's tests."""
+    def role(cell):
+        return cell.metadata.get("nbgrader", {})
+    return [c for c in nb.cells if c.cell_type == "code" and role(c).get("grade") and role(c).get("locked")
+            and not role(c).get("solution")]
 
 
 def hidden_cases(name: str, solutions: Path = SOLUTIONS) -> dict[str, list]:
     """Exercise number -> the cases its test cells pass to `check(cases=...)`, as written (literals)."""
     nb = nbformat.read(solutions / f"{name}.ipynb", as_version=4)
     found: dict[str, list] = {}
-    for cell in _test_cells(nb):
+    for cell in exercise_tests(nb):
         for number, call in _hidden_calls(cell.source):
             cases = next(k.value for k in call.keywords if k.arg == "cases")
             try:
@@ -134,7 +138,7 @@ def inline_hidden(nb: NotebookNode, hidden: Path) -> None:
     if not hidden.is_file():
         return
     stored = json.loads(hidden.read_text(encoding="utf-8"))["exercises"]
-    for cell in _test_cells(nb):
+    for cell in exercise_tests(nb):
         calls = [(n, c) for n, c in _hidden_calls(cell.source) if n in stored]
         if any(k.arg == "expected" for _, call in calls for k in call.keywords):
             raise ValueError(f"the test cell {cell.metadata['nbgrader'].get('grade_id')} passes `expected` itself: "
