@@ -11,8 +11,8 @@ unexpected exception becomes `infra_error` naming it, and it returns within the 
 plus `GRACE` seconds whatever the kernel does.
 
 Kernels start warm where the sandbox allows it (`Sandbox.warm`, `probe()["warm"]`): forked from this
-worker process's zygote (`warm`), which paid the TensorFlow import once (or, for a notebook that does not use TensorFlow, a
-light zygote that never imports it). A warm start that fails
+worker process's zygote (`warm`), which paid the TensorFlow import once (or, for a notebook that does
+not use TensorFlow, a light zygote that never imports it). A warm start that fails
 (before any student code) is retried at once as a cold start, never with less protection; the result
 says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so does a line on stderr.
 """
@@ -91,7 +91,8 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
         max_frame = max(settings.output_limit, 1 << 20)
         if kernel == "warm":
-            km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=warm.provisioner(slot, zygote.preload_for(settings.packages)))
+            forked = warm.provisioner(slot, zygote.preload_for(settings.packages))
+            km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=forked)
         else:
             km.configure(slot.argv(sys.executable), slot.give, max_frame)
         session = None
