@@ -6,6 +6,7 @@ takes the next file when it runs dry. Files marked `heavy(seconds)` (a module wh
 minute or more) are handed out first, heaviest first, so no long file starts last while the other worker
 idles. The marks only order the run; a wrong guess costs time, never a result.
 """
+import json
 import sys
 from pathlib import Path
 
@@ -19,3 +20,24 @@ def _weight(item) -> float:
 
 def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: -_weight(item))  # stable: each file's tests keep their order
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Seconds per test file (setup, call and teardown summed), the largest first: what the `heavy` marks
+    should follow. `--durations` names single phases; this names the files that make the suite long. All
+    files go to test-output/durations-by-file.json."""
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(getattr(report, "duration", None), float) and hasattr(report, "nodeid"):
+                name = report.nodeid.split("::", 1)[0]
+                seconds[name] = seconds.get(name, 0.0) + report.duration
+    if not seconds:
+        return
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])
+    output = Path(terminalreporter.config.rootpath) / "test-output"
+    output.mkdir(exist_ok=True)
+    (output / "durations-by-file.json").write_text(json.dumps(dict(ranked), indent=1) + "\n")
+    terminalreporter.write_sep("=", f"seconds per file, top 15 of {len(ranked)} ({sum(seconds.values()):.0f} s in all)")
+    for name, total in ranked[:15]:
+        terminalreporter.write_line(f"{total:8.1f} s  {name}")

@@ -22,7 +22,8 @@ from tapelab.checker import expected
 from tapelab.checker.expected import MissingExpectation, decode, encode
 from tapelab.paths import SOLUTIONS
 from tapelab.release import ReleaseError, release, tag_test_cells
-from tapelab.release_expected import EXPECTED, HIDDEN, derive_expected, hidden_cases, inline_hidden, write_expected
+from tapelab.release_expected import (EXPECTED, HIDDEN, ROUNDING, derive_expected, hidden_cases, inline_hidden,
+                                      same_within_rounding, write_expected)
 
 # The exercises whose expected values come from stored data, by notebook.
 NOTEBOOKS = {"02_model_variables": ("ex2_1", "ex2_3", "ex2_4"), "06_fit_vs_custom": ("ex6_4",)}
@@ -46,20 +47,14 @@ def _stored(path: Path) -> dict:
 
 
 def _assert_same(fresh, stored, where: str) -> None:
-    """The same exercises, cases, names and shapes, and values equal to within a few float32 ulps (1e-6; the
-    checks themselves allow 1e-3): another CPU may round a float32 sum differently in its last bit."""
+    """The same exercises, cases, names and shapes, and values the same within `ROUNDING` (what a release on
+    another CPU keeps as stored)."""
     if isinstance(fresh, dict) and "shape" not in fresh:
         assert isinstance(stored, dict) and sorted(fresh) == sorted(stored), f"{where}: stale, run `tapelab release`"
         for key in fresh:
             _assert_same(fresh[key], stored[key], f"{where} / {key}")
-    elif isinstance(fresh, list):
-        assert isinstance(stored, list) and len(fresh) == len(stored), f"{where}: stale, run `tapelab release`"
-        for i, (a, b) in enumerate(zip(fresh, stored)):
-            _assert_same(a, b, f"{where} [{i}]")
     else:
-        a, b = decode(fresh), decode(stored)
-        assert type(a) is type(b) and np.shape(a) == np.shape(b), f"{where}: stale, run `tapelab release`"
-        np.testing.assert_allclose(np.asarray(b, float), np.asarray(a, float), rtol=1e-6, atol=1e-7, err_msg=where)
+        assert same_within_rounding(fresh, stored), f"{where}: {stored} stored, {fresh} now: run `tapelab release`"
 
 
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
@@ -84,6 +79,25 @@ def test_the_committed_files_are_as_the_release_writes_them(name, tmp_path):
                                                  (SOLUTIONS / HIDDEN / f"{name}.json").read_bytes()]
     lines = (EXPECTED / f"{name}.json").read_text().splitlines()
     assert sum(line.startswith('   "') for line in lines) == sum(map(len, visible.values()))
+
+
+def test_a_release_on_another_cpu_rewrites_only_values_that_changed(tmp_path):
+    """Does `write_expected` keep a stored value that a recomputation matches within `ROUNDING` (a float32 sum
+    rounded another way), byte for byte, and write one that changed by more, or changed shape or dtype?"""
+    case = {"g": encode(np.float32([-0.004545152, 0.25])), "n": encode(np.float32(3.0))}
+    first = write_expected("02_x", {"2.1": {"a": case}}, {"2.1": {"a": case}}, tmp_path, tmp_path)
+    before = [p.read_bytes() for p in first]
+    rounded = {"g": encode(np.float32([-0.004545033, 0.25])), "n": case["n"]}  # 1.2e-7 apart, as between two CPUs
+    assert same_within_rounding(rounded["g"], case["g"])
+    assert [p.read_bytes() for p in write_expected("02_x", {"2.1": {"a": rounded}}, {"2.1": {"a": rounded}},
+                                                   tmp_path, tmp_path)] == before
+    moved = ROUNDING["atol"] * 20 + ROUNDING["rtol"] * 20
+    for changed in (encode(np.float32([-0.004545152 + moved, 0.25])), encode(np.float32([-0.004545152])),
+                    encode(np.float64([-0.004545152, 0.25]))):
+        assert not same_within_rounding(changed, case["g"])
+        write_expected("02_x", {"2.1": {"a": {**case, "g": changed}}}, {"2.1": {"a": case}}, tmp_path, tmp_path)
+        assert _stored(tmp_path / "02_x.json")["2.1"]["a"] == {**case, "g": changed}
+        assert (tmp_path / HIDDEN / "02_x.json").read_bytes() == before[1]
 
 
 def test_without_the_references_the_release_refuses_to_guess(monkeypatch):
