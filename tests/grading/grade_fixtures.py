@@ -73,6 +73,14 @@ def make_course(root: Path, name: str = "course") -> Path:
     return Path(shutil.copytree(template / "course", root / name, symlinks=True))
 
 
+def limit_cells(course: Path, seconds: int) -> Path:
+    """Set the course's per-cell time limit (nbgrader reads both names): a test whose stalling submission is
+    stopped by the cell limit waits `seconds` for it, not the course config's two minutes."""
+    with (course / "nbgrader_config.py").open("a") as config:
+        config.write(f"c.Execute.timeout = c.ExecutePreprocessor.timeout = {seconds}\n")
+    return course
+
+
 def released(course: Path, notebook: str) -> nbformat.NotebookNode:
     return nbformat.read(course / "release" / notebook / f"{notebook}.ipynb", as_version=4)
 

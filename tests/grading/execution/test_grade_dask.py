@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from grade_fixtures import (BASIC, TINY, cell_scores, fill, load_report, make_course, orphaned_sandboxes, partial,
-                            reference, run_grade, tiny, write)
+from grade_fixtures import (BASIC, TINY, cell_scores, fill, limit_cells, load_report, make_course, orphaned_sandboxes,
+                            partial, reference, run_grade, tiny, write)
 from services import DaskCluster
 from tapelab.release import nbgrader_env
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.heavy(175)  # seconds, about: scheduled first (tests/co
 # The sleeper below is stopped by the per-cell limit, set low in the template's config. A notebook limit close
 # to a real notebook's run time would be reached at a cell that depends on the machine's load.
 TIMEOUT = "120"  # per notebook
-CELL_TIMEOUT = 30  # per cell: no fixture cell but the sleeper's needs more than a few seconds
+CELL_TIMEOUT = 15  # per cell: no fixture cell but the sleeper's needs more than a few seconds
 
 
 def _key(entry):
@@ -42,10 +42,7 @@ def cluster(tmp_path_factory):
 def template(tmp_path_factory):
     """A course with 01_basic_tape and 09_fixture released, cells limited to CELL_TIMEOUT; each run grades
     in a copy of it."""
-    course = make_course(tmp_path_factory.mktemp("template"))
-    with (course / "nbgrader_config.py").open("a") as config:
-        config.write(f"c.Execute.timeout = c.ExecutePreprocessor.timeout = {CELL_TIMEOUT}\n")
-    return course
+    return limit_cells(make_course(tmp_path_factory.mktemp("template")), CELL_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
