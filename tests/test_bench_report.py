@@ -33,3 +33,12 @@ def test_ceilings_leave_out_only_the_guard_and_feedback(capsys):
     assert "stock / limit = 8.00x" in out
     assert re.search(r"bookkeeping \(8\.0 s\) = 5\.00x", out)
     assert "warm path in 10.0 s, at 50% of the limit" in out
+
+
+def test_overhead_is_every_phase_but_the_cells_per_submission(capsys):
+    bench.print_overhead(RECORD)
+    out = capsys.readouterr().out
+    # per submission: start 1.0, imports 0.5, guard 2.0, stop 0.5, bookkeeping 1.0, feedback 3.0; the cells
+    # and hidden tests (4 and 6 s) are not overhead
+    assert ("kernel start 1.00, imports 0.50, guard 2.00, stop 0.50, bookkeeping 1.00, feedback 3.00; in all 8.00"
+            in out), out
