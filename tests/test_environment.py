@@ -89,4 +89,5 @@ def test_makefile_builds_the_venv_from_the_lock(target):
     """Do both README commands depend on the venv that is installed from requirements.lock?"""
     makefile = (REPO / "Makefile").read_text()
     assert f"\n{target}: venv" in makefile
-    assert "pip install --disable-pip-version-check -q -r requirements.lock" in makefile
+    recipe = makefile.split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
+    assert "pip install --python $(BIN)/python -q --compile-bytecode -r requirements.lock" in recipe
