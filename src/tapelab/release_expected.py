@@ -17,12 +17,11 @@ import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 from nbformat import NotebookNode
 
-from tapelab.checker.exercise import Exercise
-import numpy as np
-
 from tapelab.checker.compare import ATOL, RTOL
+from tapelab.checker.exercise import Exercise
 from tapelab.checker.expected import decode, encode, references
 from tapelab.paths import REPO, SOLUTIONS
 
@@ -153,9 +152,9 @@ def _settled(fresh: dict, stored: dict) -> dict:
     already stored keeps the stored one: a release on another CPU rewrites only values that changed."""
     if not isinstance(stored, dict):
         return fresh
-    return {key: (_settled(value, stored[key]) if isinstance(value, dict) and "shape" not in value
-                  else stored[key] if key in stored and same_within_rounding(value, stored[key]) else value)
-            if key in stored else value
+    return {key: value if key not in stored
+            else _settled(value, stored[key]) if isinstance(value, dict) and "shape" not in value
+            else stored[key] if same_within_rounding(value, stored[key]) else value
             for key, value in fresh.items()}
 
 
