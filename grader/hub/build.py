@@ -35,12 +35,15 @@ LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"checkForUpdates
 
 
 def digest(*paths: Path) -> str:
-    """A digest of the files, and of every file under the folders, among `paths`."""
+    """A digest of the files, and of every file under the folders, among `paths`: their names (a folder's files
+    by their place in it) and contents, never where the checkout lies, so another clone of the same code finds
+    the parts built and rebuilds nothing."""
     sha = hashlib.sha256()
     for path in paths:
         for file in sorted([path] if path.is_file() else (p for p in path.rglob("*") if p.is_file())):
-            if "__pycache__" not in file.parts and ".egg-info" not in str(file):
-                sha.update(str(file).encode() + b"\0" + file.read_bytes())
+            name = file.name if file == path else file.relative_to(path).as_posix()
+            if "__pycache__" not in file.parts and ".egg-info" not in name:
+                sha.update(name.encode() + b"\0" + file.read_bytes())
     return sha.hexdigest()
 
 
@@ -72,19 +75,21 @@ def build_env(repo: Path) -> None:
     built = (ENV / STAMP).read_text().split("\n") if (ENV / STAMP).is_file() else []
     if built == [deps, code]:
         return
-    pip = [str(ENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    # uv, which `make venv` puts beside the checkout's Python, installs the pins as pip would, from its own cache.
+    pip = [str(Path(sys.executable).with_name("uv")), "pip", "install", "--python", str(ENV / "bin" / "python"), "-q"]
     if built[:1] != [deps]:
-        print(f"hub: building the hub's environment in {ENV} (TensorFlow and all: about a minute from pip's cache)",
+        print(f"hub: building the hub's environment in {ENV} (TensorFlow and all: about a minute from uv's cache)",
               flush=True)
         shutil.rmtree(ENV, ignore_errors=True)
         check([BASE_PYTHON, "-m", "venv", str(ENV)], "making the venv")
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
             requirements.write(course_requirements(repo))
             requirements.flush()
-            check([*pip, "-r", requirements.name, "-r", str(HERE / "requirements.txt")], "installing the course's packages")
+            check([*pip, "--compile-bytecode", "-r", requirements.name, "-r", str(HERE / "requirements.txt")],
+                  "installing the course's packages")
     # A copy of tapelab (not editable: nothing may point into the checkout), and never the answers.
     with tempfile.TemporaryDirectory() as tmp:
-        check([*pip, "--no-deps", "--force-reinstall", "--no-cache-dir", str(repo)], "installing tapelab", cwd=Path(tmp))
+        check([*pip, "--no-deps", "--reinstall", "--no-cache", str(repo)], "installing tapelab", cwd=Path(tmp))
     site = Path(subprocess.run([str(ENV / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     shutil.copy(HERE / "exchange.py", site / "tapelab_hub_exchange.py")
