@@ -76,7 +76,12 @@ def build_env(repo: Path) -> None:
     if built == [deps, code]:
         return
     # uv, which `make venv` puts beside the checkout's Python, installs the pins as pip would, from its own cache.
-    pip = [str(Path(sys.executable).with_name("uv")), "pip", "install", "--python", str(ENV / "bin" / "python"), "-q"]
+    uv = Path(sys.executable).with_name("uv")
+    if not uv.is_file():
+        print(f"hub: error: uv is missing beside {sys.executable}, and it installs the hub's environment: `make venv` "
+              "installs it (a venv made before it did: remove .venv, then run `make hub` again)", file=sys.stderr)
+        raise SystemExit(1)
+    pip = [str(uv), "pip", "install", "--python", str(ENV / "bin" / "python"), "-q", "--compile-bytecode"]
     if built[:1] != [deps]:
         print(f"hub: building the hub's environment in {ENV} (TensorFlow and all: about a minute from uv's cache)",
               flush=True)
@@ -85,8 +90,7 @@ def build_env(repo: Path) -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
             requirements.write(course_requirements(repo))
             requirements.flush()
-            check([*pip, "--compile-bytecode", "-r", requirements.name, "-r", str(HERE / "requirements.txt")],
-                  "installing the course's packages")
+            check([*pip, "-r", requirements.name, "-r", str(HERE / "requirements.txt")], "installing the course's packages")
     # A copy of tapelab (not editable: nothing may point into the checkout), and never the answers.
     with tempfile.TemporaryDirectory() as tmp:
         check([*pip, "--no-deps", "--reinstall", "--no-cache", str(repo)], "installing tapelab", cwd=Path(tmp))
