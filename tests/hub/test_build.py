@@ -36,3 +36,30 @@ def test_another_clone_of_the_same_code_has_the_same_stamp(tmp_path: Path) -> No
     (second / "src" / "pkg" / "__init__.py").write_text("X = 2\n")
     (second / "requirements.txt").write_text("tensorflow==2.22.0\n")
     assert stamp(second)[0] != stamp(first)[0] and stamp(second)[1] != stamp(first)[1]
+
+
+def test_a_venv_without_uv_is_told_the_fix_and_the_built_env_is_left_alone(tmp_path: Path, monkeypatch, capsys) -> None:
+    """When the hub's env must be (re)built but the checkout's venv has no uv beside its Python (a venv made
+    before `make venv` installed it), does the build stop with one paragraph naming the fix, before it removes
+    anything?"""
+    import build
+
+    env = tmp_path / "hub" / "env"
+    env.mkdir(parents=True)
+    (env / "kept").write_text("an env built earlier")
+    (tmp_path / "old-venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(build, "ENV", env)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "old-venv" / "bin" / "python"))
+    repo = _checkout(tmp_path / "c")
+    (repo / "binder").mkdir()
+    (repo / "binder" / "requirements.txt").write_text("tensorflow==2.21.0\n")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    try:
+        build.build_env(repo)
+    except SystemExit as stop:
+        assert stop.code == 1
+    else:
+        raise AssertionError("the build went on without uv")
+    error = capsys.readouterr().err
+    assert "uv is missing" in error and "make venv" in error and "Traceback" not in error, error
+    assert (env / "kept").read_text() == "an env built earlier"
