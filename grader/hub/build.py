@@ -81,19 +81,19 @@ def build_env(repo: Path) -> None:
         print(f"hub: error: uv is missing beside {sys.executable}, and it installs the hub's environment: `make venv` "
               "installs it (a venv made before it did: remove .venv, then run `make hub` again)", file=sys.stderr)
         raise SystemExit(1)
-    pip = [str(uv), "pip", "install", "--python", str(ENV / "bin" / "python"), "-q", "--compile-bytecode"]
+    install = [str(uv), "pip", "install", "--python", str(ENV / "bin" / "python"), "-q", "--compile-bytecode"]
     if built[:1] != [deps]:
-        print(f"hub: building the hub's environment in {ENV} (TensorFlow and all: about a minute from uv's cache)",
+        print(f"hub: building the hub's environment in {ENV} (TensorFlow and all: about 20 s from uv's cache)",
               flush=True)
         shutil.rmtree(ENV, ignore_errors=True)
         check([BASE_PYTHON, "-m", "venv", str(ENV)], "making the venv")
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
             requirements.write(course_requirements(repo))
             requirements.flush()
-            check([*pip, "-r", requirements.name, "-r", str(HERE / "requirements.txt")], "installing the course's packages")
+            check([*install, "-r", requirements.name, "-r", str(HERE / "requirements.txt")], "installing the course's packages")
     # A copy of tapelab (not editable: nothing may point into the checkout), and never the answers.
     with tempfile.TemporaryDirectory() as tmp:
-        check([*pip, "--no-deps", "--reinstall", "--no-cache", str(repo)], "installing tapelab", cwd=Path(tmp))
+        check([*install, "--no-deps", "--reinstall", "--no-cache", str(repo)], "installing tapelab", cwd=Path(tmp))
     site = Path(subprocess.run([str(ENV / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     shutil.copy(HERE / "exchange.py", site / "tapelab_hub_exchange.py")

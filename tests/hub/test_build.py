@@ -5,8 +5,10 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "grader" / "hub"))
-from build import digest  # noqa: E402
+import build  # noqa: E402
 
 
 def _checkout(root: Path) -> Path:
@@ -26,7 +28,7 @@ def test_another_clone_of_the_same_code_has_the_same_stamp(tmp_path: Path) -> No
     (second / "src" / "pkg" / "__pycache__" / "x.pyc").write_bytes(b"compiled elsewhere")
 
     def stamp(root: Path) -> tuple[str, str]:
-        return digest(root / "requirements.txt"), digest(root / "src")
+        return build.digest(root / "requirements.txt"), build.digest(root / "src")
 
     assert stamp(first) == stamp(second)
     (second / "src" / "pkg" / "__init__.py").rename(second / "src" / "pkg" / "main.py")
@@ -42,8 +44,6 @@ def test_a_venv_without_uv_is_told_the_fix_and_the_built_env_is_left_alone(tmp_p
     """When the hub's env must be (re)built but the checkout's venv has no uv beside its Python (a venv made
     before `make venv` installed it), does the build stop with one paragraph naming the fix, before it removes
     anything?"""
-    import build
-
     env = tmp_path / "hub" / "env"
     env.mkdir(parents=True)
     (env / "kept").write_text("an env built earlier")
@@ -54,12 +54,9 @@ def test_a_venv_without_uv_is_told_the_fix_and_the_built_env_is_left_alone(tmp_p
     (repo / "binder").mkdir()
     (repo / "binder" / "requirements.txt").write_text("tensorflow==2.21.0\n")
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    try:
+    with pytest.raises(SystemExit) as stop:
         build.build_env(repo)
-    except SystemExit as stop:
-        assert stop.code == 1
-    else:
-        raise AssertionError("the build went on without uv")
+    assert stop.value.code == 1
     error = capsys.readouterr().err
     assert "uv is missing" in error and "make venv" in error and "Traceback" not in error, error
     assert (env / "kept").read_text() == "an env built earlier"
