@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
 from tapelab.release_expected import HIDDEN, derive_expected, exercise_tests, inline_hidden, write_expected
 
-__all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "course_config",
+__all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "check_owned", "course_config",
            "exchange_outbound", "nbgrader_env", "prepare_course", "release", "release_to_exchange", "tag_test_cells",
            "TEST_CELL_TAG", "write_course_config"]
 
@@ -156,8 +157,38 @@ def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None
     nbformat.write(nb, target)
 
 
+def check_owned(course: Path) -> None:
+    """Refuse a course whose config this process would run as code on another user's word.
+
+    nbgrader executes the course's nbgrader_config.py. It runs here only when the config (not a link), the course
+    folder and every folder above (links resolved) are owned by this user or root, and writable by no one else
+    (a folder with the sticky bit, like /tmp, may be writable by all: no one renames another's entry).
+    Root grading a course that an instructor can write would run the instructor's code as root.
+    """
+    me = os.geteuid()
+    real = course.resolve()
+    config = real / CONFIG_FILE
+    for path in (config, real, *real.parents):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if path == config:
+                return  # no config: nbgrader's defaults, nothing of anyone's runs
+            raise
+        sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+        problem = ("is a symbolic link" if stat.S_ISLNK(info.st_mode)
+                   else f"belongs to uid {info.st_uid}, not to you (uid {me}) or root" if info.st_uid not in (me, 0)
+                   else "is writable by other users" if info.st_mode & 0o022 and not sticky else None)
+        if problem:
+            raise ReleaseError(
+                f"Course folder {course}: {path} {problem}, so its {CONFIG_FILE} could run another user's code as "
+                f"yours. Grade a copy that you own (`cp -r {course} <new folder>`), or make {path} yours and closed "
+                f"(`chown {me} {path}` and `chmod go-w {path}`), then rerun.")
+
+
 def _run_nbgrader(args: list[str], course: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=nbgrader_env(),
+    # -P: the course folder (the working directory) is not put on sys.path, so no file in it is imported.
+    result = subprocess.run([sys.executable, "-P", "-m", "nbgrader", *args], cwd=course, env=nbgrader_env(),
                             capture_output=True, text=True)
     if result.returncode != 0:
         raise ReleaseError(f"`nbgrader {' '.join(args)}` failed in {course}:\n{result.stdout}{result.stderr}")
@@ -177,7 +208,8 @@ def _parse_answers(setting: object, where: str = "") -> Lock | None:
 
 
 def course_config(course: Path) -> Config:
-    """The course's nbgrader_config.py as nbgrader reads it, rooted at `course`."""
+    """The course's nbgrader_config.py as nbgrader reads it, rooted at `course`, once `check_owned` allows it."""
+    check_owned(course)
     config = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     return config

@@ -44,7 +44,7 @@ from tapelab.grading.course import Course
 from tapelab.grading.hidden import split
 from tapelab.grading.records import atomic_write_text
 
-__all__ = ["CutHiddenTests", "InertNotebook", "configure_feedback", "feedback_exporter", "hidden_lines",
+__all__ = ["CutHiddenTests", "InertNotebook", "clean_markdown", "configure_feedback", "feedback_exporter", "hidden_lines",
            "markdown2html", "strip_hidden", "write_feedback"]
 
 PAGE = Path(__file__).with_name("templates") / "tapelab_feedback.html.j2"
@@ -275,12 +275,16 @@ _POLICY = InertNotebook()  # the filters' policy: the same as the step's
 
 @jinja2.pass_context
 def markdown2html(context: jinja2.runtime.Context, source: str) -> str:
+    """The page's filter: `clean_markdown` with the attachments of the cell being rendered."""
+    return clean_markdown(source, context.get("cell", {}).get("attachments"))
+
+
+def clean_markdown(source: str, attachments: object = None) -> str:
     """nbconvert's markdown rendering (with the cell's attachments), then cleaned with the policy.
 
     An image naming an attachment the cell lacks shows the markdown as text instead of failing.
     """
-    renderer = IPythonRenderer(escape=False, attachments=_mapping(context.get("cell", {}).get("attachments")),
-                               exclude_anchor_links=True)
+    renderer = IPythonRenderer(escape=False, attachments=_mapping(attachments), exclude_anchor_links=True)
     try:
         rendered = MarkdownWithMath(renderer=renderer).render(source)
     except InvalidNotebook:
