@@ -100,16 +100,19 @@ def from_unix(seconds: float) -> datetime | None:
         return None
 
 
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """The bytes of the regular file at `path` if it holds at most `limit`; None for a link, fifo, device,
-    a bigger file or one that cannot be read (opened without following links or blocking on a fifo)."""
+def read_regular(path: Path, limit: int, owner: int | None = None) -> bytes | None:
+    """The bytes of the regular file at `path` if it holds at most `limit` (and, given `owner`, belongs to that
+    uid); None for a link, fifo, device, a bigger file, another's file or one that cannot be read (opened
+    without following links or blocking on a fifo; the checks are on the file opened, not on its name)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         try:
-            data = handle.read(limit + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+            info = os.fstat(fd)
+            ours = stat.S_ISREG(info.st_mode) and owner in (None, info.st_uid)
+            data = handle.read(limit + 1) if ours else None
         except OSError:
             return None
     return data if data is not None and len(data) <= limit else None
