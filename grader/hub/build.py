@@ -113,6 +113,9 @@ def build_student_config(repo: Path, exchange: Path) -> None:
         "# The students' nbgrader settings on the course hub (grader/hub/build.py writes this file).\n"
         "c = get_config()\n"
         f'c.Exchange.root = "{exchange}"\n'
+        "# The exchange's top folder is root's (no student makes a course there): groupshared spares nbgrader's\n"
+        "# demand that it be world-writable.\n"
+        "c.CourseDirectory.groupshared = True\n"
         '# nbgrader\'s submit, then the submission closed to other students (grader/hub/exchange.py).\n'
         'c.ExchangeFactory.submit = "tapelab_hub_exchange.PrivateSubmit"\n')
     check(["chmod", "-R", "a+rX,go-w", str(target)], "opening the students' settings to every user")

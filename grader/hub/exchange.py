@@ -1,10 +1,11 @@
-"""nbgrader's submit, with the submission closed to everyone but its student and the instructor.
+"""nbgrader's submit, with the submission closed to everyone but its student (and root, who collects it).
 
 nbgrader 0.9.6 leaves each folder it submits into the exchange's inbound/ at mode 0777 with 0644
 files: a student who learns another's folder name could read that notebook and write into it. After
-nbgrader's own copy this makes the folder 0750 and its files 0640. They belong to the student's own
-group, of which `make hub` makes the instructor a member (so `nbgrader collect` can read them) and no
-other student. Installed into the hub's environment as `tapelab_hub_exchange`, named by the students'
+nbgrader's own copy this makes the folder 0750 and its files 0640, in the student's own group, of which
+no one else is a member. Only root reads them: `make hub-grade`'s checked collect (grader/hub/collect.py).
+This is a courtesy, not the protection: a student can change their own folder's modes at will, and the
+collect trusts nothing in it. Installed into the hub's environment as `tapelab_hub_exchange`, named by the students'
 nbgrader_config.py (`c.ExchangeFactory.submit`).
 """
 import os

@@ -10,6 +10,7 @@ docs/instructor-guide.md, "Running the course on a hub".
 import hmac
 import json
 import os
+import sys
 from pathlib import Path
 
 from jupyterhub.auth import Authenticator
@@ -21,6 +22,8 @@ ENV = ROOT / "env"
 PORT = int(os.environ.get("TAPELAB_HUB_PORT", "8000"))
 ACCOUNTS = json.loads((RUN / "accounts.json").read_text())
 INSTRUCTOR = ACCOUNTS["instructor"]["name"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # grader/hub, root's: limits.py
+from limits import spawner_class  # noqa: E402
 
 
 class DemoAuthenticator(Authenticator):
@@ -42,6 +45,8 @@ def pre_spawn_hook(spawner):
     extra = ({"PYTHONPATH": str(home / ".tapelab" / "answers")} if spawner.user.name == INSTRUCTOR
              else {"JUPYTER_CONFIG_PATH": str(ROOT / "student-config")})
     spawner.environment = {**spawner.environment, **extra}
+    if spawner.user.name == INSTRUCTOR:  # formgrader and the whole course: more room than a student's
+        spawner.memory_bytes = 2 * spawner.memory_bytes
 
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
@@ -61,7 +66,12 @@ c.JupyterHub.db_url = f"sqlite:///{RUN / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(RUN / "jupyterhub_cookie_secret")
 c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server
 
-c.JupyterHub.spawner_class = "localprocess"
+# Each server in its user's cgroups (memory, tasks, CPU) with a private /tmp; all its user's processes end
+# with it (grader/hub/limits.py). The sizes come from `make hub` (HUB_MEMORY_MB, HUB_TASKS, HUB_CPUS).
+c.JupyterHub.spawner_class = spawner_class()
+c.LimitedSpawner.memory_bytes = int(os.environ.get("TAPELAB_HUB_MEMORY_MB", "2048")) * 1024**2
+c.LimitedSpawner.tasks = int(os.environ.get("TAPELAB_HUB_TASKS", "512"))
+c.LimitedSpawner.cpus = float(os.environ.get("TAPELAB_HUB_CPUS", "1"))
 c.Spawner.cmd = [str(ENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.ip = "127.0.0.1"
 c.Spawner.default_url = "/lab"
