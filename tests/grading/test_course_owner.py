@@ -63,8 +63,8 @@ def test_tapelab_grade_as_root_refuses_an_instructors_course(tmp_path):
     os.chown(folder, OTHER, OTHER)
     os.chown(folder / CONFIG_FILE, OTHER, OTHER)
     (tmp_path / "in").mkdir()
-    result = subprocess.run([sys.executable, "-m", "tapelab.cli", "grade", str(tmp_path / "in"), "--course", str(folder)],
-                            capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "tapelab.cli", "grade", str(tmp_path / "in"), "--course", str(folder)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not to you" in result.stderr and not ran.exists()
 

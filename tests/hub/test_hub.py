@@ -18,7 +18,6 @@ import pwd
 import re
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,19 +25,11 @@ import pytest
 
 from answers import mistakes, reference_answers
 from browser.labserver import CHROMIUM, CHROMIUM_ARGS
+from hubkit import ACCOUNTS, EXCHANGE, NOTEBOOK, REPO, RUN, TIMEOUT, as_user, build, log_in, make
 
 pytestmark = [pytest.mark.browser, pytest.mark.heavy(340)]
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "grader" / "hub"))
-import build  # noqa: E402  (grader/hub: where the hub's parts live)
-
-ACCOUNTS = REPO / "grader" / "hub" / "accounts.json"
-RUN = build.ROOT / "run"
-EXCHANGE = build.ROOT / "exchange"
-NOTEBOOK = "01_basic_tape"
 MISTAKE = mistakes(NOTEBOOK)["ex1_2_answer"][0]  # weights converted to constants: names `tape.watch(w)`
-TIMEOUT = 120_000  # ms: a server's first start imports JupyterLab and nbgrader on a busy machine
 
 
 def free_base_port() -> int:
@@ -59,14 +50,6 @@ def _free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def make(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True)
-
-
-def as_user(user: str, *command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True, text=True)
 
 
 LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1 as /proc/net/tcp{,6} write them
@@ -121,14 +104,27 @@ def fill_answers(student: str, notebook: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def hub():
+def closed_checkout():
+    """The checkout's answers closed to other users for the hub's life, as `make hub` demands (a clone may sit
+    in a folder every user can enter); their modes are given back afterwards."""
+    places = [REPO / "solutions", REPO / "answers"]
+    modes = {place: place.stat().st_mode & 0o7777 for place in places}
+    for place in places:
+        place.chmod(modes[place] & ~0o007)
+    yield
+    for place, mode in modes.items():
+        place.chmod(mode)
+
+
+@pytest.fixture(scope="module")
+def hub(closed_checkout):
     """A hub from `make hub`, stopped by `make hub-stop` whatever happens."""
     if os.geteuid() != 0:
         pytest.fail("the hub test makes Unix users: run it as root (as CI does)", pytrace=False)
     if (RUN / "jupyterhub.pid").exists():
         pytest.fail(f"a course hub is already set up in {build.ROOT}: run `make hub-stop` first", pytrace=False)
     started = time.monotonic()
-    up = make("hub", f"HUB_PORT={free_base_port()}", "HUB_STUDENTS=2")
+    up = make("hub", f"HUB_PORT={free_base_port()}", "HUB_STUDENTS=3")
     seconds = time.monotonic() - started
     try:
         assert up.returncode == 0, f"make hub failed:\n{up.stdout}\n{up.stderr}"
@@ -138,15 +134,6 @@ def hub():
     finally:
         down = make("hub-stop")
         assert down.returncode == 0, f"make hub-stop failed:\n{down.stdout}\n{down.stderr}"
-
-
-def log_in(context, url: str, person: dict):
-    page = context.new_page()
-    page.goto(f"{url}/hub/login")
-    page.fill("#username_input", person["name"])
-    page.fill("#password_input", person["password"])
-    page.click("#login_submit")
-    return page
 
 
 def open_assignments(page) -> None:
@@ -160,7 +147,7 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
 
     people = hub["accounts"]
     url = people["url"]
-    s1, s2 = (person["name"] for person in people["students"])
+    s1, s2 = (person["name"] for person in people["students"][:2])
     instructor = people["instructor"]["name"]
     home1 = Path(pwd.getpwnam(s1).pw_dir)
     answered = re.search(r"JupyterHub answered ([\d.]+) s", hub["output"])
@@ -275,13 +262,42 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
     (REPO / "test-output" / "hub-timings.json").write_text(json.dumps(timings, indent=2))
 
 
+# Issue 48's attacks, on this hub, after the walk (they use its submission and grading round) and before it stops.
+pytest.register_assert_rewrite("hub_attacks")
+from hub_attacks import (  # noqa: E402,F401  (collected here, in this order)
+    attack_round, test_class_1_student_script_never_runs_in_formgrader_and_root_never_runs_instructor_code,
+    test_class_2_collect_trusts_only_what_students_cannot_set,
+    test_class_3_one_students_folders_never_stop_grading_for_the_class,
+    test_class_4_students_cannot_reach_answers_hidden_values_or_the_grading_course,
+    test_class_5_a_student_is_held_to_their_own_share, test_class_5_a_stopped_server_leaves_no_process_of_its_user)
+
+RESISTER = """
+import os, signal, sys, time
+def on_term(*_):
+    if os.fork() == 0:
+        time.sleep(600)
+signal.signal(signal.SIGTERM, on_term)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+if os.fork() == 0:
+    os.kill(os.getpid(), signal.SIGSTOP)
+sys.stdout.write("resisting\\n"); sys.stdout.flush()
+while True:
+    time.sleep(1)
+"""
+
+
 def test_hub_stop_leaves_no_process_and_no_demo_user(hub) -> None:
-    """(Runs after the walk, in the same hub: this stops it, then looks.)"""
+    """(Runs last, in the same hub: this stops it, then looks.) A student's process that forks on SIGTERM,
+    ignores SIGHUP and keeps a stopped child ends with the rest (issue 48, class 6)."""
     names = [hub["accounts"]["instructor"]["name"], *(s["name"] for s in hub["accounts"]["students"])]
     uids = {pwd.getpwnam(name).pw_uid for name in names}
     hub_pid = int((RUN / "jupyterhub.pid").read_text())
     proxy_pid = int((RUN / "proxy.pid").read_text())
+    resister = subprocess.Popen(["runuser", "-u", names[2], "--", "setsid", str(build.ENV / "bin" / "python"), "-c",
+                                 RESISTER], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert resister.stdout.readline() == b"resisting\n"  # forks on SIGTERM, ignores SIGHUP, a child stopped
     down = make("hub-stop")
+    resister.wait(timeout=60)
     assert down.returncode == 0, down.stdout + down.stderr
     left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p, uids)]
     assert not left, f"processes of the demo users are left: {left}"

@@ -39,7 +39,8 @@ def formgrader_page(nb) -> str:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("inert-formgrader"))
-    control = nbformat.reads(json.dumps(hostile(root, URL, control=True)), as_version=4)  # what stock nbconvert accepts as it is
+    # the control: what stock nbconvert accepts as it is
+    control = nbformat.reads(json.dumps(hostile(root, URL, control=True)), as_version=4)
     empty = formgrader_page(nbformat.v4.new_notebook())
     return {"raw": formgrader_page(control), "inert": formgrader_page(inert_notebook(hostile(root, URL))),
             "empty": empty}
@@ -65,7 +66,8 @@ def test_the_raw_notebook_would_run_script_in_formgrader(pages):
 
 
 def test_made_inert_the_page_has_only_the_templates_scripts(pages):
-    """Does the inert notebook's page carry exactly the script elements of an empty notebook's, none of the student's?"""
+    """Does the inert notebook's page carry exactly the script elements of an empty notebook's, none of the
+    student's?"""
     assert _scripts(pages["inert"]) == _scripts(pages["empty"])
     assert "__pwned_" not in "".join(_scripts(pages["inert"]))
 

@@ -4,8 +4,9 @@ formgrader renders autograded notebooks into the instructor's page with nbgrader
 markdown cells, HTML, SVG and JavaScript outputs, all with the instructor's Jupyter server behind them.
 `inert_notebook` rewrites a notebook so that any template shows nothing a student's markup can run, with
 the feedback pages' policy (`page.InertNotebook`): outputs of plain kinds only, HTML cleaned, Markdown output
-rendered and cleaned into HTML, and each markdown cell replaced by its rendering, cleaned, on one line inside a `<div>` (a markdown renderer passes
-such a block through as it is, and no blank line can end it early and let markdown start a new element).
+rendered and cleaned into HTML, and each markdown cell replaced by its rendering, cleaned, on one line inside
+a `<div>` (a markdown renderer passes such a block through as it is, and no blank line can end it early and
+let markdown start a new element).
 `inert_folder` does it to every notebook under a folder and removes every other file but the ones nbgrader
 keeps beside a submission (formgrader serves the files of a submission's folder to the instructor's page).
 
