@@ -85,6 +85,7 @@ def attack_round(hub):
     work = home(S2) / NOTEBOOK
     edit(S2, work / f"{NOTEBOOK}.ipynb", "ex1_1_answer", HOSTILE_CODE,
          markdown=f"<script>{PAYLOAD}</script><img src=x onerror=\"{PAYLOAD}\"> my notes")
+    edit(S2, work / f"{NOTEBOOK}.ipynb", "ex1_2_test", "pass  # the locked test, rewritten: tampered\n")
     assert as_user(S2, "sh", "-c", f"echo '<script>{PAYLOAD}</script>' > '{work / 'evil.html'}'").returncode == 0
     nbgrader(S2, "submit", NOTEBOOK)
     # Class 2: tl-student1 resubmits after the walk's round.
@@ -177,8 +178,16 @@ def test_class_1_student_script_never_runs_in_formgrader_and_root_never_runs_ins
 
 
 def test_class_2_collect_trusts_only_what_students_cannot_set(attack_round) -> None:
-    """Owner over name, no link followed, times from ctimes, the resubmission collected."""
+    """Owner over name, no link followed, times from ctimes, the resubmission collected; the tampered
+    submission's feedback held back, in the instructor's course and in the exchange."""
     rows = attack_round["rows"]
+    report = json.loads(as_user(INSTRUCTOR, "cat", str(home(INSTRUCTOR) / "course" / "report.json")).stdout)
+    assert {(e["student"], e["status"]) for e in report["submissions"]} >= {(S2, "tampered")}
+    assert "held back for review: tl-student2" in attack_round["graded"].stdout
+    pages = as_user(INSTRUCTOR, "find", str(home(INSTRUCTOR) / "course" / "feedback"), "-name", "*.html").stdout
+    assert f"/{S2}/" not in pages and f"/{S1}/" in pages, pages
+    as_user(S2, str(build.ENV / "bin" / "nbgrader"), "fetch_feedback", NOTEBOOK, "--course", "tapelab", env=STUDENT_ENV)
+    assert not list((home(S2) / NOTEBOOK / "feedback").glob("*/*.html")), "tampered feedback reached the student"
     impersonation = _row(rows, attack_round["impersonation"])
     assert impersonation["student"] == S3 and impersonation["status"] == "collected"
     assert any(f"named for '{S1}'" in flag for flag in impersonation["flags"])
@@ -251,6 +260,12 @@ def test_class_5_a_student_is_held_to_their_own_share(hub) -> None:
                            "    if n % 256 == 0: print(n, flush=True)\n", timeout=120)
     reached = int(memory.stdout.split()[-1]) if memory.stdout.split() else 0
     assert memory.returncode != 0 and reached <= 2048, (memory.returncode, reached)
+    busy = in_server(S1, "import os, time\nstart = time.monotonic()\nfor _ in range(2):\n    if os.fork() == 0:\n"
+                         "        while time.monotonic() - start < 3: pass\n        os._exit(0)\n"
+                         "os.wait(); os.wait()\nt = os.times()\n"
+                         "print(t.children_user + t.children_system, time.monotonic() - start)\n")
+    cpu, wall = map(float, busy.stdout.split())
+    assert cpu <= 1.3 * wall, (cpu, wall)  # two busy processes, one core's quota
     s1_folder = next(INBOUND.glob(f"{S1}+{NOTEBOOK}+*"))
     assert as_user(S2, "mv", str(s1_folder), str(INBOUND / "stolen")).returncode != 0
     assert as_user(S2, "mkdir", str(EXCHANGE / "another-course")).returncode != 0
