@@ -315,6 +315,8 @@ _CATALOGUE = (
           "Cast the prediction up, `tf.cast(y_pred, y.dtype)`, so the loss is computed in float32."),
     Cause("hardcoded-float32", "a float32 tensor combined with values of another float dtype (float16, float64)",
           "Use Python numbers, which take the other operand's dtype, or cast: `tf.cast(scale, g.dtype)`."),
+    Cause("float16-norm-overflow", "a norm computed in float16, whose squares overflow to infinity from 256 up",
+          "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
 )
