@@ -41,7 +41,7 @@ _CATALOGUE = (
           "Compute the first gradient inside the outer tape's `with` block, so the outer tape records it."),
     Cause("not-trainable", "the source is a variable created with `trainable=False`",
           "Make the variable trainable, or `tape.watch` it explicitly."),
-    Cause("int-dtype", "an integer source: only floating-point values have gradients",
+    Cause("int-dtype", "an integer source: only floating-point and complex values have gradients",
           "Make the source a float (`tf.constant(3.0)`, or `tf.cast(x, tf.float32)` before watching)."),
     Cause("no-tape", "no `tf.GradientTape` recorded the computation",
           "Record the computation inside `with tf.GradientTape() as tape:` and call `tape.gradient` after it."),
@@ -306,6 +306,8 @@ _CATALOGUE = (
           "Raise only when at least one gradient is `None`; otherwise apply them all."),
     Cause("lists-healthy-variables", "a refusal that also names variables whose gradients exist",
           "List only the variables whose gradient is `None`."),
+    Cause("round-half-up", "halves rounded up (`floor(z + 0.5)`) where `tf.round` takes them to the even neighbour",
+          "Round with `tf.round`, which rounds a half to the even whole number (0.5 to 0, 1.5 to 2, 2.5 to 2)."),
     # precision in 06 (Exercises 6.3 and 6.4): right only in float32
     Cause("one-loss-scale", "one optimizer's loss scale used for the variables of another `LossScaleOptimizer`",
           "Differentiate each optimizer's own `scale_loss(loss)` for its variables (one persistent tape gives both)."),
@@ -313,6 +315,8 @@ _CATALOGUE = (
           "Cast the prediction up, `tf.cast(y_pred, y.dtype)`, so the loss is computed in float32."),
     Cause("hardcoded-float32", "a float32 tensor combined with values of another float dtype (float16, float64)",
           "Use Python numbers, which take the other operand's dtype, or cast: `tf.cast(scale, g.dtype)`."),
+    Cause("float16-norm-overflow", "a norm computed in float16, whose squares overflow to infinity from 256 up",
+          "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
 )

@@ -165,6 +165,14 @@ def rounded_gradient(w, x, y):
     loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "compute `loss` inside the `with"),
+        Mistake("halves rounded up", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.floor(z + 0.5) - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "a half to the even neighbour"),
     ],
     "ex5_5_answer": [
         Mistake("the optimizer applied anyway", '''

@@ -556,4 +556,10 @@ MISTAKES["ex6_3_answer"] += [
         norm='''    grads = [tf.cast(g, tf.float32) for g in grads]
     global_norm = tf.norm(tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0))''',
         scale="tf.minimum(1.0, max_norm / global_norm)"), "keeps its gradient's dtype"),
+    # The third edition's reference (issue 49): squared in the gradients' dtype, so float16 squares overflow.
+    Mistake("norm squared in float16", _CLIP.format(norm=_NORM, scale="tf.minimum(1.0, max_norm / global_norm)"),
+            "Compute the norm in float32"),
+    Mistake("norm in float32, factor not cast back", _CLIP.format(
+        norm=_NORM.replace("tf.square(g)", "tf.square(tf.cast(g, tf.float32))"),
+        scale="tf.minimum(1.0, max_norm / global_norm)"), "cast the factor back"),
 ]

@@ -142,8 +142,8 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
     target_up = facts.upstream(target)
     kind = _kind(source, facts, tape, call.line, values)
     if kind == "int":
-        return Explanation(f"`{source}` holds integers, and only floating-point values have gradients. Did you make "
-                           "it a float?", "int-dtype")
+        return Explanation(f"`{source}` holds integers, and only floating-point and complex values have "
+                           "gradients. Did you make it a float?", "int-dtype")
     if kind == "frozen":
         return Explanation(f"`{source}` is a variable created with `trainable=False`, which the tape does not watch by "
                            f"itself. Did you mean a trainable variable, or `{name}.watch({source})`?", "not-trainable")

@@ -247,7 +247,8 @@ class TwoSteps(Exercise):
 class StraightThrough(Exercise):
     number = "5.4"
     answer = "rounded_gradient"
-    visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)),)
+    # The second case puts w * x on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
+    visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)), (0.5, (1.0, 3.0, 5.0), (1.0, 1.0, 3.0)))
     praise = "the forward pass rounds, the backward pass lets the gradient through: a straight-through estimator."
     hints = (
         "`tf.round` and a cast to int have no gradient. You need a forward value that is rounded, "
@@ -275,7 +276,10 @@ class StraightThrough(Exercise):
             "rounds the prediction, `round(w * x)`."), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
-            "predictions, `round(w * x)`."), *blocked],
+            "predictions, `round(w * x)`."), Alternative(
+            "halves rounded up", 2 * np.mean((np.floor(np.float32(w0) * x + 0.5) - y) * x), "round-half-up",
+            "That is the gradient with every half rounded up (`floor(z + 0.5)`); the task rounds as `tf.round` "
+            "does, a half to the even neighbour (0.5 to 0, 2.5 to 2). Use `tf.round(z)`."), *blocked],
             otherwise="Is the loss the mean squared error of the rounded predictions?")
         if problem:
             raise problem

@@ -367,7 +367,8 @@ class FitMatch(Exercise):
             if not np.any(np.asarray(got)) and facts.found and facts.calls_to("update_state"):
                 raise Incorrect(shown + trains + " Your code updates a metric, but `fit` reports only the "
                                 "metrics the model tracks. Is your tracker an attribute of the model "
-                                "(`self.loss_tracker`, created in `__init__`) and listed in its `metrics` property?",
+                                "(`self.loss_tracker`, created in `__init__`), and, if you wrote a `metrics` "
+                                "property, listed there?",
                                 cause="metric-not-tracked")
             if not np.any(np.asarray(got)):
                 raise Incorrect(shown + trains + " Did you forget to update the metrics? Call "
@@ -391,9 +392,9 @@ class FitMatch(Exercise):
                             "`update_state(loss, sample_weight=tf.shape(x)[0])`."),
                 Alternative("running mean", replay["running mean"], "metric-not-reset",
                             "Each epoch's value is the mean over this and every earlier epoch: the loss metric "
-                            "was never reset. `fit` resets the metrics listed in the model's `metrics` "
-                            "property at the start of each epoch. Did you list your tracker there, under "
-                            "`@property`?"),
+                            "was never reset. `fit` resets the metrics in `model.metrics` at the start of "
+                            "each epoch: is your tracker an attribute of the model, created in `__init__`, "
+                            "and, if you wrote a `metrics` property, listed there?"),
             )
             says, code = because(want, got, alternatives, "Did you update each metric with the right values "
                                  "(the loss metric with the loss, the others with `y` and `y_pred`)?", 1e-4, 1e-4)

@@ -249,20 +249,38 @@ def _near(ratio: float, target: float) -> bool:
     return bool(np.isfinite(ratio)) and abs(ratio - target) < 1e-2 * abs(target)
 
 
+def _float16_norm(arrays, max_norm, dtype) -> list[Alternative]:
+    """The clipped gradients of a norm computed in float16, when its squares overflow there (else none)."""
+    if dtype != "float16":
+        return []
+    with np.errstate(over="ignore"):
+        squares = np.float16(sum(np.sum(np.square(a.astype(np.float16)), dtype=np.float16) for a in arrays))
+    if np.isfinite(squares):
+        return []
+    return [Alternative("norm in float16", [a * 0.0 for a in arrays], "float16-norm-overflow",
+                        "Your gradients came back as zeros: you squared them in float16, where anything above "
+                        "65504 is infinite (an entry of 256 or more), so your global norm is infinite and the "
+                        "factor `max_norm / global_norm` is 0. Compute the norm in float32, "
+                        "`tf.square(tf.cast(g, tf.float32))`, and cast the factor back, `tf.cast(scale, g.dtype)`.")]
+
+
 class ClipGlobalNorm(Exercise):
     number = "6.3"
     answer = "clip_gradients"
     # (values, max_norm[, dtype]). Clipped where per-tensor and per-entry clipping differ (first, so they are
     # told apart), the gradients above, left alone (norm below max_norm), all zeros (a norm of 0), and
-    # float16 gradients (a model under the "float16" policy), where a float32 tensor in the code breaks.
+    # float16 gradients (a model under the "float16" policy), where a float32 tensor in the code breaks, and
+    # float16 gradients whose squares overflow float16 (entries of 256 or more) although no clipping is due.
     visible_cases = ((([3.0, 4.0], [0.5, 12.0]), 6.5), (([3.0, 4.0], [12.0]), 6.5), (([1.0, -2.0], [[0.5]]), 4.0),
-                     (([0.0], [0.0, 0.0]), 2.0), (([0.5, -1.0], [[2.0], [1.5]]), 1.25, "float16"))
+                     (([0.0], [0.0, 0.0]), 2.0), (([0.5, -1.0], [[2.0], [1.5]]), 1.25, "float16"),
+                     (([300.0, 400.0],), 1000.0, "float16"))
     praise = "you scale every gradient by the same factor, and only when the global norm is too large."
     hints = (
         "The global norm is the norm of all gradients put together: the square root of the sum of every "
         "squared entry of every tensor.",
-        "`global_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(g)) for g in grads]))`; "
-        "every gradient is multiplied by the same `scale`.",
+        "In float32, whatever the gradients' dtype: `global_norm = tf.sqrt(tf.add_n([tf.reduce_sum("
+        "tf.square(tf.cast(g, tf.float32))) for g in grads]))`; every gradient is multiplied by the same `scale`, "
+        "cast to its dtype.",
     )
 
     def check_case(self, fn, case, facts):
@@ -280,10 +298,9 @@ class ClipGlobalNorm(Exercise):
                     combined_dtypes(str(problem)) != {dtype, "float32"}:
                 raise
             raise Incorrect(f"{problem.observed or problem} The gradients here are {dtype}, and a float32 tensor in your code met them "
-                            "(`max_norm` is a Python number): did you create one with `tf.constant(1.0)` or "
-                            "`tf.cast(..., tf.float32)`? Gradients come in the dtype of their variables. Use Python "
-                            "numbers, which take the dtype of the tensor they meet, or cast to the gradients' dtype: "
-                            "`tf.cast(scale, g.dtype)`.", cause="hardcoded-float32") from None
+                            "(`max_norm` is a Python number). Gradients come in the dtype of their variables: "
+                            "compute the norm in float32, but cast the factor back before you scale a gradient, "
+                            "`g * tf.cast(scale, g.dtype)`.", cause="hardcoded-float32") from None
         norm = float(np.sqrt(sum(np.sum(a * a) for a in arrays)))
         expected = [a * min(1.0, max_norm / norm) if norm else a for a in arrays]
         if got is None:
@@ -302,7 +319,8 @@ class ClipGlobalNorm(Exercise):
             raise Incorrect(f"With all-zero gradients (on {shown}) your values are NaN or Inf: the global norm is "
                             "0 there. Did you divide by it without `tf.minimum(1.0, max_norm / global_norm)`?",
                             cause="zero-norm-nan")
-        problem = wrong_value("clipped", expected, list(got), self._alternatives(arrays, max_norm, norm),
+        alternatives = self._alternatives(arrays, max_norm, norm) + _float16_norm(arrays, max_norm, dtype)
+        problem = wrong_value("clipped", expected, list(got), alternatives,
                               "Did you compute one global norm over all the tensors and scale each by "
                               "`min(1, max_norm / norm)`?", rtol, atol)
         if problem:
@@ -360,9 +378,9 @@ class FixKeras2Step(FitMatch):
         "differentiate `self.optimizer.scale_loss(loss)` so that a `mixed_float16` run is scaled too.",
         "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it in "
         "`train_step` with `update_state(loss, sample_weight=tf.shape(x)[0])` (a smaller last batch counts by "
-        "its rows, as `fit` counts it) and list it in a `metrics` property.",
-        "`train_step` returns `{\"loss\": self.loss_tracker.result()}`; the `metrics` property returns "
-        "`[self.loss_tracker]` so that `fit` resets it every epoch.",
+        "its rows, as `fit` counts it).",
+        "`train_step` returns `{\"loss\": self.loss_tracker.result()}`. An attribute of the model is tracked, "
+        "so `fit` resets it every epoch by itself; a `metrics` property returning `[self.loss_tracker]` is optional.",
     )
 
 

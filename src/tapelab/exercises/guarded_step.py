@@ -82,12 +82,13 @@ class GuardedStep(Exercise):
     visible_cases = ((2, 0),)  # (features, seed): the whole matrix on a Dense(1) of 2 inputs
     praise = "your step runs inside `tf.function`, applies every good batch and refuses every bad one."
     hints = (
-        "Compute the loss and the gradients as usual, then one boolean tensor `ok`: the batch has rows "
-        "(`tf.shape(x)[0] > 0`), `tf.math.is_finite(loss)`, and every gradient finite "
-        "(`tf.reduce_all(tf.math.is_finite(g))` for each `g`).",
+        "Compute the loss and the gradients as usual, then one boolean tensor `ok`: "
+        "`tf.math.is_finite(loss)` (an empty batch's mean loss is NaN, so this refuses it too), and every "
+        "gradient finite (`tf.reduce_all(tf.math.is_finite(g))` for each `g`).",
         "Inside `tf.function` a tensor has no Python value: do not call `.numpy()` or `bool()` on it. Branch "
         "with `tf.cond(ok, apply, skip)`, where `apply` calls `optimizer.apply(grads, variables)` and returns "
-        "`tf.constant(True)`, and `skip` returns `tf.constant(False)`.",
+        "`tf.constant(True)`, and `skip` returns `tf.constant(False)` (AutoGraph turns a plain `if ok:` into "
+        "that `tf.cond`).",
     )
 
     def check_case(self, fn, case, facts):
@@ -164,10 +165,9 @@ class GuardedStep(Exercise):
                              "too, `tf.reduce_all(tf.math.is_finite(g))`.", cause="gradients-not-checked")
         if not np.isfinite(loss) and not bad:
             return Incorrect(f"{head} Here every gradient is finite but the loss is {loss} (a mean over no rows "
-                             "or an overflow): did you check only the gradients? Check the loss and the batch "
-                             "size too.", cause="loss-not-checked")
-        return Incorrect(f"{head} Is your condition False when the loss or a gradient is NaN or Inf, or the "
-                         "batch has no rows?")
+                             "or an overflow): did you check only the gradients? Check the loss too, "
+                             "`tf.math.is_finite(loss)`.", cause="loss-not-checked")
+        return Incorrect(f"{head} Is your condition False when the loss or a gradient is NaN or Inf?")
 
     def _explain_graph_error(self, problem: Incorrect, errors: list[Exception]) -> Incorrect:
         """A step that fails only because it runs in a graph: it asked a symbolic tensor for its value."""

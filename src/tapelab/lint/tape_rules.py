@@ -75,8 +75,8 @@ deleted nor rebound before the module trains or differentiates again (a later lo
 function goes when the function returns, one rebound on each pass of a loop goes on the next pass, and a
 script's last tape goes when the script ends: none of these is flagged.
 
-**Why is this bad?** A persistent tape keeps every intermediate tensor it recorded for as long as the tape
-object lives: a stored tape for as long as its container, a notebook's for the rest of the session.
+**Why is this bad?** A persistent tape keeps the tensors its recorded operations' gradients need for as long
+as the tape object lives: a stored tape for as long as its container, a notebook's for the rest of the session.
 
 **Example**
 ```python
