@@ -22,6 +22,7 @@ ENV = ROOT / "env"
 PORT = int(os.environ.get("TAPELAB_HUB_PORT", "8000"))
 ACCOUNTS = json.loads((RUN / "accounts.json").read_text())
 INSTRUCTOR = ACCOUNTS["instructor"]["name"]
+MEMORY_BYTES = int(os.environ.get("TAPELAB_HUB_MEMORY_MB", "2048")) * 1024**2  # a student's; the instructor's twice
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # grader/hub, root's: limits.py
 from limits import spawner_class  # noqa: E402
 
@@ -46,7 +47,7 @@ def pre_spawn_hook(spawner):
              else {"JUPYTER_CONFIG_PATH": str(ROOT / "student-config")})
     spawner.environment = {**spawner.environment, **extra}
     if spawner.user.name == INSTRUCTOR:  # formgrader and the whole course: more room than a student's
-        spawner.memory_bytes = 2 * spawner.memory_bytes
+        spawner.memory_bytes = 2 * MEMORY_BYTES  # from the setting, not the last start's (hooks run every start)
 
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
@@ -69,7 +70,7 @@ c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's serve
 # Each server in its user's cgroups (memory, tasks, CPU) with a private /tmp; all its user's processes end
 # with it (grader/hub/limits.py). The sizes come from `make hub` (HUB_MEMORY_MB, HUB_TASKS, HUB_CPUS).
 c.JupyterHub.spawner_class = spawner_class()
-c.LimitedSpawner.memory_bytes = int(os.environ.get("TAPELAB_HUB_MEMORY_MB", "2048")) * 1024**2
+c.LimitedSpawner.memory_bytes = MEMORY_BYTES
 c.LimitedSpawner.tasks = int(os.environ.get("TAPELAB_HUB_TASKS", "512"))
 c.LimitedSpawner.cpus = float(os.environ.get("TAPELAB_HUB_CPUS", "1"))
 c.Spawner.cmd = [str(ENV / "bin" / "jupyterhub-singleuser")]
