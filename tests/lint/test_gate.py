@@ -1,5 +1,6 @@
-"""What keeps lint fast on a large tree (bench/lint.py): a file is parsed only when it names, as a whole word, a
-name some rule family needs, and the families share one walk of each module."""
+"""What keeps lint fast on a large tree (bench/lint.py): every file is parsed (so every syntax error is found),
+but a rule family walks a module only when it names, as a whole word, a name that family needs, and the
+families share one walk of each module."""
 import ast
 
 import pytest
@@ -23,14 +24,19 @@ def test_the_gate_stops_a_name_inside_a_longer_identifier(source):
     assert not Gate(("get_updates", "lr"))(source)
 
 
-def test_only_a_file_that_passes_the_gate_is_parsed(monkeypatch):
-    """Is a file whose only `lr` is inside `url` left unparsed, while `opt.lr` beside it is parsed and found?"""
+def test_only_a_file_that_passes_the_gate_is_walked(monkeypatch):
+    """Is a file whose only `lr` is inside `url` parsed but walked by no rule family, while `opt.lr` beside it
+    is walked and found?"""
+    from tapelab.lint import tapes
+
     parsed = []
-    real = ast.parse
-    monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or real(*a, **k))
-    assert lint_source("url = 'http://x'\nctrl = 1\n") == [] and parsed == []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or real_parse(*a, **k))
+    tapes.nodes.cache_clear()
+    assert lint_source("url = 'http://x'\nctrl = 1\n") == [] and len(parsed) == 1
+    assert tapes.nodes.cache_info().misses == 0
     found = lint_source("import keras\nurl = 'x'\nopt = keras.optimizers.Adam(lr=0.1)\n")
-    assert [f.code for f in found] == ["keras2-lr"] and len(parsed) == 1
+    assert [f.code for f in found] == ["keras2-lr"] and tapes.nodes.cache_info().misses == 1
 
 
 def test_a_module_is_walked_once_for_every_family():
