@@ -19,7 +19,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tapelab.lint import keras_rules, path_rules, tape_rules  # noqa: F401  (registers the rules)
+from tapelab.lint import fit_rules, keras_rules, path_rules, source_rules, tape_rules  # noqa: F401  (registers the rules)
 from tapelab.lint.files import Config, expand, lint_file, lint_source, lint_text, lint_tree, load_config
 from tapelab.lint.model import RULES, Finding, Rule, find_rule
 

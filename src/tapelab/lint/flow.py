@@ -211,8 +211,12 @@ class Flow:
     def _applied(self, node: ast.Call, args: list[ast.AST]) -> object:
         """The state of a call of a function of this module, or of a `Lambda(fn)` layer applied to a tensor, when
         every argument that carries a gradient reaches the function's result only through a break: that break."""
-        if isinstance(node.func, ast.Call) and (dotted(node.func.func) or "").split(".")[-1] == "Lambda":
-            fn = node.func.args[0] if node.func.args else None
+        layer = node.func
+        if isinstance(layer, ast.Call) and isinstance(layer.func, ast.Name) and layer.func.id in self.functions:
+            made = self.functions[layer.func.id].body[-1]  # `def ArgMax(): return Lambda(...)`, then `ArgMax()(x)`
+            layer = made.value if isinstance(made, ast.Return) else layer
+        if isinstance(layer, ast.Call) and (dotted(layer.func) or "").split(".")[-1] == "Lambda":
+            fn = layer.args[0] if layer.args else None
             live = [0] if args and self.value(args[0]) in (TENSOR, OWNER) else []
         elif isinstance(node.func, ast.Name) and node.func.id in self.functions:
             fn = self.functions[node.func.id]

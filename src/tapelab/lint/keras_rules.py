@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.model import Edit, Finding, checker, define, finding
+from tapelab.lint.model import Edit, Finding, checker, define, finding, rename_end
 from tapelab.lint.tapes import dotted, nodes
 from tapelab.lint.uses import Uses
 
@@ -248,11 +248,6 @@ def _from_keras(path: str, imported: dict[str, str]) -> bool:
     return imported.get(path.split(".")[0], "").split(".")[0] in _KERAS
 
 
-def _rename_end(node: ast.AST, old: str, new: str) -> Edit:
-    """An edit of the name `old` that ends `node` (the attribute of `a.old`) into `new`."""
-    return Edit(node.end_lineno, node.end_col_offset - len(old), node.end_lineno, node.end_col_offset, new)
-
-
 def _builds_optimizer(call: ast.Call, classes: set[str]) -> bool:
     parts = (dotted(call.func) or "").split(".")
     return (len(parts) >= 2 and parts[-2] == "optimizers") or (len(parts) == 1 and parts[0] in classes)
@@ -274,7 +269,7 @@ def _lr_findings(tree: ast.Module, optimizers: set[str], imported: dict[str, str
             receiver = dotted(node.value) or ""
             if receiver in optimizers or receiver.split(".")[-1] == "optimizer":
                 yield finding("keras2-lr", node, f"`{receiver}.lr`: a Keras 3 optimizer has `learning_rate`, "
-                              "not `lr`", _rename_end(node, "lr", "learning_rate") if keras_module else None)
+                              "not `lr`", rename_end(node, "lr", "learning_rate") if keras_module else None)
 
 
 # Legacy optimizers whose Keras 3 namesake takes the same leading parameters, in this order, with the same
@@ -352,7 +347,7 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
             yield finding("keras2-compiled-loss", node, f"`{ast.unparse(node.func)}` is the Keras 2 loss "
                           "container; Keras 3 asks `compute_loss`")
         elif method == "reset_states" and receiver in metrics:
-            edit = _rename_end(node.func, "reset_states", "reset_state") if keras_module and not (
+            edit = rename_end(node.func, "reset_states", "reset_state") if keras_module and not (
                 node.args or node.keywords) else None
             yield finding("keras2-reset-states", node, f"`{receiver}` is a Keras metric: Keras 3 metrics have "
                           "`reset_state()`, not `reset_states()`", edit)

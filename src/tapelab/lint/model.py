@@ -20,7 +20,7 @@ from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
 __all__ = ["Edit", "Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "Gate", "define", "checker", "find_rule",
-           "rules_named", "finding", "UnknownRule"]
+           "rules_named", "finding", "UnknownRule", "rename_end"]
 
 LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
 
@@ -153,3 +153,8 @@ def finding(code: str, node: ast.AST, message: str, edit: Edit | None = None) ->
     """A finding of rule `code` at `node`, fixed by `edit` if given (path and cell are filled in by the caller)."""
     return Finding(RULES[code].number, code, message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0),
                    edit=edit)
+
+
+def rename_end(node: ast.AST, old: str, new: str) -> Edit:
+    """An edit of the name `old` that ends `node` (the attribute of `a.old`) into `new`."""
+    return Edit(node.end_lineno, node.end_col_offset - len(old), node.end_lineno, node.end_col_offset, new)

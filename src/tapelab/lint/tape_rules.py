@@ -9,7 +9,7 @@ from tapelab.lint.flow import OWNED
 from tapelab.lint.model import Finding, checker, define, finding
 from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes, statements
 
-__all__ = ["check_tapes"]
+__all__ = ["check_tapes", "binding", "assignments_of"]
 
 _CONSTANT_MAKERS = {"constant", "convert_to_tensor", "ones", "zeros", "fill", "range", "linspace", "ones_like",
                     "zeros_like", "eye"}
@@ -266,7 +266,7 @@ def _not_released(scope: Scope, tape: Tape) -> Iterator[Finding]:
                       f"{work.lineno}); `del {tape.name}` once its gradients are taken")
 
 
-def _assignments(scope: Scope) -> list[ast.stmt]:
+def assignments_of(scope: Scope) -> list[ast.stmt]:
     return [s for s in statements(scope.body) if isinstance(s, (ast.Assign, ast.AugAssign))]
 
 
@@ -282,6 +282,24 @@ def _origin(value: ast.AST) -> str | None:
     return None
 
 
+_NOT_TENSORS = {"Variable", "nest", "keras", "compat", "distribute", "data", "train", "saved_model", "Module",
+                "function", "py_function", "numpy_function", "io", "summary", "config", "experimental", "GradientTape"}
+
+
+def _tensor(value: ast.AST, assignments: list[ast.stmt], depth: int = 0) -> str | None:
+    """"tensor" when `value`, computed before the tape, is certainly a tensor (never watched by itself): a
+    TensorFlow op's result (`tf.add(v, r)`), or arithmetic on names bound to TensorFlow values (`x0 + x1`)."""
+    if isinstance(value, ast.Call):
+        parts = (dotted(value.func) or "").split(".")
+        return "tensor" if parts[0] == "tf" and len(parts) > 1 and not _NOT_TENSORS & set(parts[1:]) else None
+    if isinstance(value, ast.BinOp) and depth < 2:
+        for side in (value.left, value.right):
+            bound = binding(side.id, assignments, value) if isinstance(side, ast.Name) else None
+            if bound is not None and (_origin(bound) or _tensor(bound, assignments, depth + 1)):
+                return "tensor"
+    return None
+
+
 def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     """Whether the tape may watch `name` before `before` (any watch we cannot read counts as watching)."""
     for watch in tape.watches:
@@ -294,7 +312,7 @@ def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     return False
 
 
-def _binding(name: str, assignments: list[ast.stmt], before: ast.AST) -> ast.AST | None:
+def binding(name: str, assignments: list[ast.stmt], before: ast.AST) -> ast.AST | None:
     """The value last given to `name` by a plain assignment before `before` (`name = v`, or an item of
     `a, name = u, v`); None when it was last bound otherwise or not at all."""
     value = None
@@ -320,7 +338,7 @@ def _leaves(source: ast.AST, assignments: list[ast.stmt], before: ast.AST, depth
         for item in items:
             yield from _leaves(item, assignments, before, depth + 1)
         return
-    bound = _binding(source.id, assignments, before) if isinstance(source, ast.Name) and depth < 4 else None
+    bound = binding(source.id, assignments, before) if isinstance(source, ast.Name) and depth < 4 else None
     if isinstance(bound, (ast.List, ast.Tuple, ast.Dict)):
         yield from _leaves(bound, assignments, bound, depth + 1)
     else:
@@ -342,11 +360,14 @@ def _unwatched(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Iterato
                               f"`watch_accessed_variables=False` and never watches `{name}`, so every gradient "
                               "is None")
                 continue
-            bound = _binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
+            bound = binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
             origin = _origin(bound) if bound is not None else None
-            if origin in ("constant", "frozen") or (origin == "variable" and not auto):
-                made = ast.unparse(bound.func) + ("(..., trainable=False)" if origin == "frozen" else "")
-                why = ", which a tape does not watch by itself," if origin == "frozen" else ""
+            if origin is None and bound is not None and not call.tape.records(bound):
+                origin = _tensor(bound, assignments)
+            if origin in ("constant", "frozen", "tensor") or (origin == "variable" and not auto):
+                made = ast.unparse(bound.func if isinstance(bound, ast.Call) else bound) + (
+                    "(..., trainable=False)" if origin == "frozen" else "")
+                why = ", which a tape does not watch by itself," if origin in ("frozen", "tensor") else ""
                 yield finding("not-watched", at, f"`{name}` is made by `{made}` (line {bound.lineno}){why} and "
                               f"`{call.tape.name}` never watches it, so the gradient is None")
 
@@ -381,7 +402,7 @@ def check_tapes(tree: ast.Module) -> Iterator[Finding]:
         if not scope.tapes:
             continue
         parents = _parents(scope.body)
-        assignments = _assignments(scope)
+        assignments = assignments_of(scope)
         for tape in scope.tapes:
             if tape.persistent is False:
                 yield from _twice(scope, tape, parents)
