@@ -4,10 +4,12 @@
 # rule code -> (source with the pitfall, line it is reported on, a near miss that is right)
 CASES = {
     "all-variables": ("""
+        model = keras.Sequential([keras.layers.Dense(2), keras.layers.BatchNormalization()])
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(model(x, training=True) ** 2)
         grads = tape.gradient(loss, model.variables)
-        """, 3, """
+        """, 4, """
+        model = keras.Sequential([keras.layers.Dense(2), keras.layers.BatchNormalization()])
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(model(x, training=True) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)

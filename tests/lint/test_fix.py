@@ -27,12 +27,14 @@ FIXED_RULES = {"keras2-lr", "keras2-reset-states", "keras2-legacy-optimizer", "a
 FIXES = {
     "all-variables": ("""
         import tensorflow as tf
+        model = tf.keras.applications.ResNet50(weights=None)
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(model(x, training=True))
         grads = tape.gradient(loss, model.variables)
         optimizer.apply_gradients(zip(grads, model.variables))
         """, """
         import tensorflow as tf
+        model = tf.keras.applications.ResNet50(weights=None)
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(model(x, training=True))
         grads = tape.gradient(loss, model.trainable_variables)

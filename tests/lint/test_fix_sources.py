@@ -14,6 +14,7 @@ def _fix(source: str):
 def test_all_variables_is_fixed_in_the_gradient_and_the_optimizer_call_alike():
     """Are both `model.variables` replaced, so each gradient stays paired with its variable, and nothing left?"""
     fixed = _fix("""
+        model = keras.Sequential([keras.layers.Dense(2), keras.layers.BatchNormalization()])
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(model(x, training=True) ** 2)
         grads = tape.gradient(loss, model.variables)

@@ -14,7 +14,9 @@ __all__ = ["check_keras3"]
 
 define("TPL208", "keras3-watch-variables", """
 **What it does**: flags `tape.watch(model.trainable_variables)` (or `.trainable_weights`, `.variables`,
-`.weights`) in code written against Keras 3, unless the module works with `tf.Module`s. `--fix` removes the
+`.weights`) in code written against Keras 3, where the owner is a Keras model: one the module builds, or
+a name that says so (`model`, `self.generator_model`), and the module does not work with `tf.Module`s
+(a distribution's or a `tf.Module`'s variables are `tf.Variable`s, which `watch` takes). `--fix` removes the
 `watch` when the tape watches trainable variables by itself (it is not opened with
 `watch_accessed_variables=False`).
 
@@ -58,8 +60,9 @@ for layer in model.layers:
 """)
 
 define("TPL210", "keras2-backend-value", """
-**What it does**: flags `get_value(...)` and `set_value(...)` called on Keras's backend
-(`keras.backend`, `tf.keras.backend`, or a name imported as it, such as `K`).
+**What it does**: flags `get_value(...)` and `set_value(...)` called on Keras 3's backend module
+(`keras.backend`, or a name imported as it, such as `from keras import backend as K`). TensorFlow's
+`tf.keras.backend` still has both in TF 2.21, so it is not flagged.
 
 **Why is this bad?** Keras 3's backend module has neither: the call raises `AttributeError`.
 
@@ -105,7 +108,7 @@ def _removal(stmt: ast.stmt, body: list[ast.stmt]) -> Edit | None:
     return Edit(stmt.lineno, stmt.col_offset, stmt.end_lineno, stmt.end_col_offset, "")
 
 
-def _watches(tree: ast.Module) -> Iterator[Finding]:
+def _watches(tree: ast.Module, models: set[str]) -> Iterator[Finding]:
     for scope in scopes(tree):
         for tape in scope.tapes:
             auto = not any(isinstance(i.context_expr, ast.Call) and flag(i.context_expr, "watch_accessed_variables")
@@ -113,7 +116,8 @@ def _watches(tree: ast.Module) -> Iterator[Finding]:
             for call in tape.watches:
                 args = [e for a in call.args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
                 named = [dotted(a) for a in args if (dotted(a) or "").rpartition(".")[2] in _VARIABLES]
-                if not named or "." not in named[0]:
+                owner = named[0].rpartition(".")[0] if named else ""
+                if not owner or not (owner in models or owner.split(".")[-1].lower().endswith("model")):
                     continue
                 stmt = next((s for b in tape.blocks for s in b.body if isinstance(s, ast.Expr) and s.value is call),
                             None)
@@ -131,7 +135,7 @@ def _backend(tree: ast.Module) -> Iterator[Finding]:
             receiver = dotted(node.func.value) or ""
             head, _, rest = receiver.partition(".")
             path = ".".join(p for p in (imported.get(head, head), rest) if p)
-            if path.endswith("keras.backend") and path.split(".")[0] in ("keras", "tensorflow", "tf"):
+            if path == "keras.backend":  # Keras 3's own; `tf.keras.backend` (the TF 2 shim) still has both
                 yield finding("keras2-backend-value", node, f"`{receiver}.{node.func.attr}` does not exist in Keras "
                               "3: read a variable with `keras.ops.convert_to_numpy(v)`, set it with `v.assign(...)`")
 
@@ -143,10 +147,10 @@ def check_keras3(tree: ast.Module) -> Iterator[Finding]:
         return
     source_names = {n.id for n in nodes(tree) if isinstance(n, ast.Name)} | {
         n.attr for n in nodes(tree) if isinstance(n, ast.Attribute)}
-    if "Module" not in source_names:  # tf.Module variables are tf.Variables, which `watch` takes
-        yield from _watches(tree)
-    yield from _backend(tree)
     models = _models(tree)
+    if "Module" not in source_names:  # tf.Module variables are tf.Variables, which `watch` takes
+        yield from _watches(tree, models)
+    yield from _backend(tree)
     for node in nodes(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reset_states" \
                 and dotted(node.func.value) in models:

@@ -13,7 +13,8 @@ __all__ = ["check_sources"]
 
 define("TPL113", "all-variables", """
 **What it does**: flags `model.variables` (or `model.weights`) given to `gradient`/`jacobian` as the sources,
-and the same list handed with those gradients to `apply_gradients`/`apply` in that scope. `--fix` makes both
+and the same list handed with those gradients to `apply_gradients`/`apply` in that scope, in a module that
+shows non-trainable variables (batch normalization, a Keras application, `trainable=False`). `--fix` makes both
 `model.trainable_variables` (`trainable_weights`), so gradients and variables stay paired.
 
 **Why is this bad?** `variables` also holds what is not trained, such as BatchNormalization's moving mean and
@@ -61,8 +62,8 @@ grads = tape.gradient(loss, x)
 
 define("TPL115", "int-dtype", """
 **What it does**: flags a trainable variable of an integer dtype: a `gradient` source made by `tf.Variable(3)`
-(an integer literal, or an integer `dtype=`), and a layer weight made by `add_weight`/`add_variable` with an
-integer `dtype` and not `trainable=False`.
+(an integer literal, or an integer `dtype=`), and a weight made by `add_weight`/`add_variable` in a layer or
+model class with an integer `dtype` and not `trainable=False` (a metric's weights are never trained).
 
 **Why is this bad?** Only floating-point values have gradients: the tape gives `None` for an integer variable,
 and `fit` stops with "No gradients provided for any variable".
@@ -118,6 +119,24 @@ _SYMBOLIC = {"inputs", "input", "outputs", "output"}
 _MODEL_MAKERS = {"Model", "Sequential", "Functional"}
 _INT = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _MODULES = ("tf", "np", "numpy", "ops", "keras", "math")
+
+
+_FROZEN = {"BatchNormalization", "SyncBatchNormalization", "BatchNorm", "batch_normalization", "applications"}
+
+
+def _holds_frozen(tree: ast.Module) -> bool:
+    """Whether the module shows non-trainable variables: batch normalization, a Keras application, a layer or
+    variable made with `trainable=False`, or `layer.trainable = False`."""
+    for node in nodes(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or getattr(node, "attr", "")) \
+                in _FROZEN:
+            return True
+        if isinstance(node, ast.keyword) and node.arg == "trainable" and getattr(node.value, "value", 1) is False:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "trainable"
+                                                for t in node.targets) and getattr(node.value, "value", 1) is False:
+            return True
+    return False
 
 
 def _all_variables(scope: Scope, call: Call) -> Iterator[Finding]:
@@ -200,7 +219,10 @@ def _int_sources(call: Call, assignments: list[ast.stmt]) -> Iterator[Finding]:
 
 
 def _int_weights(tree: ast.Module) -> Iterator[Finding]:
-    for node in nodes(tree):
+    """Integer weights made trainable in a layer or model class (a metric's weights are never trainable)."""
+    classes = [c for c in nodes(tree) if isinstance(c, ast.ClassDef) and any(
+        (dotted(b) or "").split(".")[-1].endswith(("Layer", "Model")) for b in c.bases)]
+    for node in (n for c in classes for n in ast.walk(c)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
                 "add_weight", "add_variable") and flag(node, "trainable") is not False:
             dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
@@ -263,6 +285,7 @@ def _not_connected(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Ite
 def check_sources(tree: ast.Module) -> Iterator[Finding]:
     """Sources that are the wrong object or of an integer dtype, and targets that depend on no source."""
     yield from _int_weights(tree)
+    frozen = _holds_frozen(tree)
     for scope in scopes(tree):
         if not scope.tapes:
             continue
@@ -271,7 +294,8 @@ def check_sources(tree: ast.Module) -> Iterator[Finding]:
             watched = [a for w in tape.watches for a in w.args]
             yield from _symbolic(tree, scope, None, [w for w in watched if not isinstance(w, ast.List)])
         for call in scope.gradient_calls():
-            yield from _all_variables(scope, call)
+            if frozen:
+                yield from _all_variables(scope, call)
             yield from _symbolic(tree, scope, call, [])
             yield from _int_sources(call, assignments)
             yield from _not_connected(scope, call, assignments)
