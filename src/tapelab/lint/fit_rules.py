@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.flow import Always, Break, Flow, function_cut
+from tapelab.lint.calls import Always, function_cut, make_flow
+from tapelab.lint.flow import Break
 from tapelab.lint.model import Finding, checker, finding
 from tapelab.lint.tapes import Call, dotted, scopes, statements
 
@@ -71,7 +72,7 @@ def _functional_cut(model: ast.Call, body: list[ast.stmt], functions: dict) -> o
              if isinstance(e, ast.Name)]
     if outputs is None or not names:
         return None
-    flow = Flow(Call(Always(), model, outputs, tuple(names)), functions)
+    flow = make_flow(Call(Always(), model, outputs, tuple(names)), functions)
     flow.run(body)
     return flow.value(outputs)
 

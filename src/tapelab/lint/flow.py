@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 from tapelab.lint.tapes import GRADIENT_METHODS, Call, dotted
 
-__all__ = ["TENSOR", "OWNER", "OWNED", "Break", "Flow", "target_state", "Always", "function_cut"]
+__all__ = ["TENSOR", "OWNER", "OWNED", "EMPTY", "Break", "Flow", "combine", "ops_name", "NON_DIFFERENTIABLE"]
 
 TENSOR, OWNER = "tensor", "owner"
 EMPTY = "empty"  # a new empty list, tuple or dict: what is appended to it later decides its state
 OWNED = (".trainable_variables", ".trainable_weights", ".variables", ".weights")
 _MODULES = {"tf", "np", "numpy", "keras", "ops", "math", "jnp"}
 _OPS_PREFIXES = ("tf.", "tf.math.", "keras.ops.", "ops.", "tf.experimental.numpy.")
-_NON_DIFFERENTIABLE = {"argmax", "argmin", "round", "sign", "floor", "ceil", "equal", "not_equal", "greater",
+NON_DIFFERENTIABLE = {"argmax", "argmin", "round", "sign", "floor", "ceil", "equal", "not_equal", "greater",
                        "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_not",
                        "logical_xor", "is_nan", "is_finite", "is_inf", "isnan", "isfinite"}
 _STOP = {"stop_gradient"}
@@ -42,7 +42,7 @@ class Break:
     what: str
 
 
-def _ops_name(name: str) -> str | None:
+def ops_name(name: str) -> str | None:
     """`argmax` for `tf.argmax`, `tf.math.argmax`, `keras.ops.argmax`...; None for other names."""
     for prefix in sorted(_OPS_PREFIXES, key=len, reverse=True):
         if name.startswith(prefix) and "." not in name[len(prefix):]:
@@ -105,7 +105,8 @@ class Flow:
 
     def __init__(self, call: Call, functions: dict | None = None):
         self.call = call
-        self.functions = functions or {}  # the module's functions, followed one call deep (`function_cut`)
+        self.functions = functions or {}  # the module's functions, followed one call deep (`calls`)
+        self.follow = None  # how a call of one of them is followed: set by `calls.flow`
         self.returns: list[object] = []
         self.sources = {d for d in map(dotted, call.sources) if d}
         self.owners = {s[: -len(end)] for s in self.sources for end in OWNED if s.endswith(end)}
@@ -164,12 +165,12 @@ class Flow:
             func.split(".")[0] not in _MODULES) else None
         callee = self.value(node.func) if isinstance(node.func, ast.Name) else None  # `model(x)`: the model
         inputs = combine([receiver, callee, *(self.value(a) for a in args)])
-        op = _ops_name(func)
+        op = ops_name(func)
         text = ast.unparse(node.func)
         if func in _SIZES:
             return None
-        applied = self._applied(node, args)
-        if applied is not None:
+        applied = self.follow(self, node, args) if self.follow else None
+        if applied is not None:  # a function of the module, or a `Lambda` layer (`calls.applied`)
             return applied
         if func in _CONTAINERS:
             return inputs
@@ -192,7 +193,7 @@ class Flow:
             return self._cut(inputs, "stop-gradient", node, f"`{text}`")
         if op == "where":
             return combine([self.value(a) for a in node.args[1:3]]) if len(node.args) >= 3 else None
-        if op in _NON_DIFFERENTIABLE or (op in ("cast", "saturate_cast") and _int_dtype(
+        if op in NON_DIFFERENTIABLE or (op in ("cast", "saturate_cast") and _int_dtype(
                 node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None))):
             return self._cut(inputs, "non-differentiable", node, f"`{text}`")
         if inputs == OWNER:
@@ -207,27 +208,6 @@ class Flow:
         if isinstance(inputs, Break):
             return inputs
         return Break(code, node, what) if inputs is not None else None
-
-    def _applied(self, node: ast.Call, args: list[ast.AST]) -> object:
-        """The state of a call of a function of this module, or of a `Lambda(fn)` layer applied to a tensor, when
-        every argument that carries a gradient reaches the function's result only through a break: that break."""
-        layer = node.func
-        if isinstance(layer, ast.Call) and isinstance(layer.func, ast.Name) and layer.func.id in self.functions:
-            made = self.functions[layer.func.id].body[-1]  # `def ArgMax(): return Lambda(...)`, then `ArgMax()(x)`
-            layer = made.value if isinstance(made, ast.Return) else layer
-        if isinstance(layer, ast.Call) and (dotted(layer.func) or "").split(".")[-1] == "Lambda":
-            fn = layer.args[0] if layer.args else None
-            live = [0] if args and self.value(args[0]) in (TENSOR, OWNER) else []
-        elif isinstance(node.func, ast.Name) and node.func.id in self.functions:
-            fn = self.functions[node.func.id]
-            live = [i for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)
-                    and self.value(a) in (TENSOR, OWNER)]
-            if any(self.value(k.value) in (TENSOR, OWNER) for k in node.keywords):
-                return None
-        else:
-            return None
-        cuts = [function_cut(fn, i, self.functions) for i in live]
-        return cuts[0] if cuts and all(isinstance(c, Break) for c in cuts) else None
 
     def recording(self, node: ast.AST) -> bool:
         """Whether the call's tape records `node` (it lies inside one of the tape's `with` blocks)."""
@@ -369,56 +349,3 @@ def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
 def _contains(outer: ast.AST, node: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and (
         node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
-
-
-def target_state(call: Call, body: list[ast.stmt], functions: dict | None = None) -> object:
-    """The state of the call's target where the call is made (None when the target is not followed)."""
-    if call.target is None or not call.tape.blocks:
-        return None
-    flow = Flow(call, functions)
-    flow.run(body)
-    state = flow.computed(call.target, call.node)
-    target = call.target
-    if state == OWNER and isinstance(target, ast.Call) and not flow.recording(call.node) and any(
-            flow.value(a) == TENSOR for a in target.args):
-        # a target is a tensor, whatever else a call may build: one computed after the block is not recorded
-        return Break("outside-tape", call.node, f"`{ast.unparse(target)}`")
-    return state
-
-
-class Always:
-    """A tape recording everything: a function's body, analysed on its own, is all inside whatever tape calls it."""
-
-    blocks = (True,)
-
-    def records(self, node: ast.AST) -> bool:
-        return True
-
-
-class _Nowhere:
-    lineno = end_lineno = 10 ** 9
-    col_offset = end_col_offset = 0
-
-
-def function_cut(fn: ast.AST | None, index: int, functions: dict | None = None) -> object:
-    """How a function's result depends on its parameter `index`: a Break when every return reaches it only
-    through a break, TENSOR when one may carry its gradient, None when not known. `fn` is a `def`, a `lambda`,
-    or an op named directly (`Lambda(ops.argmax)`); calls inside it are not followed further."""
-    if isinstance(fn, (ast.Attribute, ast.Name)) and not (isinstance(fn, ast.Name) and fn.id in (functions or {})):
-        op = _ops_name(dotted(fn) or "") or ("argmax" if (dotted(fn) or "").endswith(".argmax") else None)
-        return Break("non-differentiable", fn, f"`{ast.unparse(fn)}`") if op in _NON_DIFFERENTIABLE else None
-    if isinstance(fn, ast.Name):
-        fn = functions[fn.id]
-    if not isinstance(fn, (ast.FunctionDef, ast.Lambda)):
-        return None
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    if index >= len(params):
-        return None
-    flow = Flow(Call(Always(), _Nowhere(), None, (ast.Name(params[index]),)))
-    if isinstance(fn, ast.Lambda):
-        return flow.value(fn.body)
-    flow.run(fn.body)
-    states = [s for s in flow.returns]
-    if states and all(isinstance(s, Break) for s in states):
-        return states[0]
-    return TENSOR if TENSOR in states else None

@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.flow import Break, target_state
+from tapelab.lint.calls import target_state
+from tapelab.lint.flow import Break
 from tapelab.lint.model import Finding, checker, define, finding
 from tapelab.lint.tapes import Call, dotted, scopes
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tapelab.lint.model import Finding, checker, define, finding, rename_end
-from tapelab.lint.tape_rules import assignments_of, binding
+from tapelab.lint.bindings import assignments_of, binding
 from tapelab.lint.tapes import Call, Scope, dotted, flag, nodes, scopes
 
 __all__ = ["check_sources"]

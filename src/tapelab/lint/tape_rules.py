@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from tapelab.lint.bindings import assignments_of, binding, origin, tensor_made
 from tapelab.lint.flow import OWNED
 from tapelab.lint.model import Finding, checker, define, finding
-from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes, statements
+from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes
 
-__all__ = ["check_tapes", "binding", "assignments_of"]
+__all__ = ["check_tapes"]
 
-_CONSTANT_MAKERS = {"constant", "convert_to_tensor", "ones", "zeros", "fill", "range", "linspace", "ones_like",
-                    "zeros_like", "eye"}
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ENDS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 
@@ -266,40 +265,6 @@ def _not_released(scope: Scope, tape: Tape) -> Iterator[Finding]:
                       f"{work.lineno}); `del {tape.name}` once its gradients are taken")
 
 
-def assignments_of(scope: Scope) -> list[ast.stmt]:
-    return [s for s in statements(scope.body) if isinstance(s, (ast.Assign, ast.AugAssign))]
-
-
-def _origin(value: ast.AST) -> str | None:
-    if isinstance(value, ast.Call):
-        func = dotted(value.func) or ""
-        parts = func.split(".")
-        if parts[0] == "tf" and (parts[-1] in _CONSTANT_MAKERS and len(parts) == 2 or parts[1:2] == ["random"]):
-            return "constant"
-        if func in ("tf.Variable", "tf.compat.v1.Variable"):
-            frozen = flag(value, "trainable") is False
-            return "frozen" if frozen else "variable"
-    return None
-
-
-_NOT_TENSORS = {"Variable", "nest", "keras", "compat", "distribute", "data", "train", "saved_model", "Module",
-                "function", "py_function", "numpy_function", "io", "summary", "config", "experimental", "GradientTape"}
-
-
-def _tensor(value: ast.AST, assignments: list[ast.stmt], depth: int = 0) -> str | None:
-    """"tensor" when `value`, computed before the tape, is certainly a tensor (never watched by itself): a
-    TensorFlow op's result (`tf.add(v, r)`), or arithmetic on names bound to TensorFlow values (`x0 + x1`)."""
-    if isinstance(value, ast.Call):
-        parts = (dotted(value.func) or "").split(".")
-        return "tensor" if parts[0] == "tf" and len(parts) > 1 and not _NOT_TENSORS & set(parts[1:]) else None
-    if isinstance(value, ast.BinOp) and depth < 2:
-        for side in (value.left, value.right):
-            bound = binding(side.id, assignments, value) if isinstance(side, ast.Name) else None
-            if bound is not None and (_origin(bound) or _tensor(bound, assignments, depth + 1)):
-                return "tensor"
-    return None
-
-
 def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     """Whether the tape may watch `name` before `before` (any watch we cannot read counts as watching)."""
     for watch in tape.watches:
@@ -310,23 +275,6 @@ def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
             if any(not isinstance(n, ast.Name) or n.id == name for n in names):
                 return True
     return False
-
-
-def binding(name: str, assignments: list[ast.stmt], before: ast.AST) -> ast.AST | None:
-    """The value last given to `name` by a plain assignment before `before` (`name = v`, or an item of
-    `a, name = u, v`); None when it was last bound otherwise or not at all."""
-    value = None
-    for stmt in assignments:
-        if stmt.lineno >= before.lineno:
-            break
-        for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-            if dotted(target) == name:
-                value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-            elif isinstance(target, ast.Tuple) and any(dotted(e) == name for e in target.elts):
-                pairs = isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) == len(target.elts)
-                value = next((v for e, v in zip(target.elts, stmt.value.elts) if dotted(e) == name), None) \
-                    if pairs else None
-    return value
 
 
 def _leaves(source: ast.AST, assignments: list[ast.stmt], before: ast.AST, depth: int = 0) -> Iterator[ast.AST]:
@@ -361,13 +309,13 @@ def _unwatched(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Iterato
                               "is None")
                 continue
             bound = binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
-            origin = _origin(bound) if bound is not None else None
-            if origin is None and bound is not None and not call.tape.records(bound):
-                origin = _tensor(bound, assignments)
-            if origin in ("constant", "frozen", "tensor") or (origin == "variable" and not auto):
+            kind = origin(bound) if bound is not None else None
+            if kind is None and bound is not None and not call.tape.records(bound):
+                kind = tensor_made(bound, assignments)
+            if kind in ("constant", "frozen", "tensor") or (kind == "variable" and not auto):
                 made = ast.unparse(bound.func if isinstance(bound, ast.Call) else bound) + (
-                    "(..., trainable=False)" if origin == "frozen" else "")
-                why = ", which a tape does not watch by itself," if origin in ("frozen", "tensor") else ""
+                    "(..., trainable=False)" if kind == "frozen" else "")
+                why = ", which a tape does not watch by itself," if kind in ("frozen", "tensor") else ""
                 yield finding("not-watched", at, f"`{name}` is made by `{made}` (line {bound.lineno}){why} and "
                               f"`{call.tape.name}` never watches it, so the gradient is None")
 
@@ -377,7 +325,7 @@ def _rebound(scope: Scope, call: Call, assignments: list[ast.stmt], parents) -> 
         if not isinstance(source, ast.Name) or _watched(call.tape, source.id, scope.body[-1]):
             continue
         made = [a for a in assignments if isinstance(a, ast.Assign) and len(a.targets) == 1
-                and dotted(a.targets[0]) == source.id and _origin(a.value) in ("variable", "frozen")]
+                and dotted(a.targets[0]) == source.id and origin(a.value) in ("variable", "frozen")]
         if not made:
             continue
         loops = [a for a, name, _ in _chain(call.node, parents) if isinstance(a, _LOOPS)]
