@@ -25,18 +25,27 @@ def test_the_gate_stops_a_name_inside_a_longer_identifier(source):
 
 
 def test_only_a_file_that_passes_the_gate_is_walked(monkeypatch):
-    """Is a file whose only `lr` is inside `url` parsed but walked by no rule family, while `opt.lr` beside it
-    is walked and found?"""
+    """Is a file whose only `lr` is inside `url` checked for syntax but given no tree and no walk, while
+    `opt.lr` beside it is parsed, walked and found?"""
     from tapelab.lint import tapes
 
     parsed = []
     real_parse = ast.parse
     monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or real_parse(*a, **k))
     tapes.nodes.cache_clear()
-    assert lint_source("url = 'http://x'\nctrl = 1\n") == [] and len(parsed) == 1
+    assert lint_source("url = 'http://x'\nctrl = 1\n") == [] and parsed == []
     assert tapes.nodes.cache_info().misses == 0
     found = lint_source("import keras\nurl = 'x'\nopt = keras.optimizers.Adam(lr=0.1)\n")
-    assert [f.code for f in found] == ["keras2-lr"] and tapes.nodes.cache_info().misses == 1
+    assert [f.code for f in found] == ["keras2-lr"] and tapes.nodes.cache_info().misses == 1 and len(parsed) == 1
+
+
+def test_the_syntax_check_without_a_tree_agrees_with_the_parser():
+    """Does the cheap syntax check of a file no rule reads reject what `ast.parse` rejects, at the same place,
+    and accept what it accepts (`nonlocal` at module level, which only the symbol table refuses)?"""
+    with pytest.raises(SyntaxError) as raised:
+        lint_source("x = 1\ndef f(:\n    pass\n")
+    assert (raised.value.lineno, raised.value.offset) == (2, 7)
+    assert lint_source("nonlocal x\n") == []
 
 
 def test_a_module_is_walked_once_for_every_family():

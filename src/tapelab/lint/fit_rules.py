@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from tapelab.lint.calls import Always, function_cut, make_flow
 from tapelab.lint.flow import Break
 from tapelab.lint.model import Finding, checker, finding
-from tapelab.lint.tapes import Call, dotted, scopes, statements
+from tapelab.lint.tapes import Call, dotted, nodes, scopes, statements
 
 __all__ = ["check_fit"]
 
@@ -77,9 +77,11 @@ def _functional_cut(model: ast.Call, body: list[ast.stmt], functions: dict) -> o
     return flow.value(outputs)
 
 
-@checker("compile")
+@checker("Lambda", "y_pred", "Sequential", "Model", "Input")  # with `compile`: what fit trains
 def check_fit(tree: ast.Module) -> Iterator[Finding]:
     """Cuts in what `fit` differentiates: compiled losses, and models the module builds and compiles."""
+    if not any(isinstance(n, ast.Attribute) and n.attr == "compile" for n in nodes(tree)):
+        return
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     seen: set[tuple[int, int]] = set()
     for scope in scopes(tree):

@@ -285,6 +285,9 @@ def _not_connected(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Ite
 def check_sources(tree: ast.Module) -> Iterator[Finding]:
     """Sources that are the wrong object or of an integer dtype, and targets that depend on no source."""
     yield from _int_weights(tree)
+    if not any(isinstance(n, (ast.Name, ast.Attribute)) and "GradientTape" in (getattr(n, "id", None) or getattr(
+            n, "attr", "")) for n in nodes(tree)):
+        return  # named `add_weight` only: no tape to read
     frozen = _holds_frozen(tree)
     for scope in scopes(tree):
         if not scope.tapes:
