@@ -54,3 +54,10 @@ def test_a_module_is_walked_once_for_every_family():
     assert nodes(tree) == tuple(ast.walk(tree)) and nodes(tree) is nodes(tree)
     other = ast.parse("y = 2\n")
     assert nodes(other) == tuple(ast.walk(other)) and nodes(tree) == tuple(ast.walk(tree))
+
+
+def test_a_group_of_names_passes_only_when_all_are_named():
+    """Does a tuple in a gate pass a source that names every name of it, as whole words, and no other?"""
+    gate = Gate(("Lambda", ("compile", "Input")))
+    assert gate("model.compile(loss='mse')\nx = Input((3,))") and gate("Lambda(f)")
+    assert not gate("re.compile('x')") and not gate("compiled = Inputs()")

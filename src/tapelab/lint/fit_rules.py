@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from tapelab.lint.calls import Always, function_cut, make_flow
 from tapelab.lint.flow import Break
 from tapelab.lint.model import Finding, checker, finding
-from tapelab.lint.tapes import Call, dotted, nodes, scopes, statements
+from tapelab.lint.tapes import Call, dotted, nodes, statements
 
 __all__ = ["check_fit"]
 
@@ -77,21 +77,32 @@ def _functional_cut(model: ast.Call, body: list[ast.stmt], functions: dict) -> o
     return flow.value(outputs)
 
 
-@checker("Lambda", "y_pred", "Sequential", "Model", "Input")  # with `compile`: what fit trains
+def _owners(tree: ast.Module, compiles: list[ast.Call]) -> dict[int, tuple[ast.AST, list[ast.Call]]]:
+    """The innermost function (or the module) around each `compile` call, with the calls it holds."""
+    defs = [n for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    owners: dict[int, tuple[ast.AST, list[ast.Call]]] = {}
+    for call in compiles:
+        around = [d for d in defs if d.lineno <= call.lineno <= d.end_lineno]
+        owner = max(around, key=lambda d: d.lineno) if around else tree
+        owners.setdefault(id(owner), (owner, []))[1].append(call)
+    return owners
+
+
+@checker("Lambda", "y_pred", ("compile", "Input"))  # what fit trains: a Lambda, a loss, a functional model
 def check_fit(tree: ast.Module) -> Iterator[Finding]:
     """Cuts in what `fit` differentiates: compiled losses, and models the module builds and compiles."""
-    if not any(isinstance(n, ast.Attribute) and n.attr == "compile" for n in nodes(tree)):
+    compiles = [n for n in nodes(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "compile"]
+    if not compiles:
         return
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     seen: set[tuple[int, int]] = set()
-    for scope in scopes(tree):
-        compiles = [n for stmt in statements(scope.body) if isinstance(stmt, ast.Expr) or isinstance(stmt, ast.Assign)
-                    for n in ast.walk(stmt) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                    and n.func.attr == "compile"]
-        compiled = {dotted(c.func.value) for c in compiles}
-        for call in compiles:
+    for owner, calls in _owners(tree, compiles).values():
+        compiled = {dotted(c.func.value) for c in calls}
+        for call in calls:
             yield from _loss_findings(call, functions)
-        for stmt in statements(scope.body):
+        body = owner.body
+        for stmt in statements(body):
             if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and (
                     dotted(stmt.value.func) or "").split(".")[-1] in _MODELS):
                 continue
@@ -100,7 +111,7 @@ def check_fit(tree: ast.Module) -> Iterator[Finding]:
                 continue
             kind = (dotted(stmt.value.func) or "").split(".")[-1]
             cuts = list(_sequential_cuts(stmt.value, functions)) if kind == "Sequential" else [
-                _functional_cut(stmt.value, scope.body, functions)]
+                _functional_cut(stmt.value, body, functions)]
             for cut in (c for c in cuts if isinstance(c, Break)):
                 where = (getattr(cut.node, "lineno", 0), getattr(cut.node, "col_offset", 0))
                 if where not in seen:

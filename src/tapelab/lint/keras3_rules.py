@@ -140,7 +140,8 @@ def _backend(tree: ast.Module) -> Iterator[Finding]:
                               "3: read a variable with `keras.ops.convert_to_numpy(v)`, set it with `v.assign(...)`")
 
 
-@checker("trainable_variables", "trainable_weights", "reset_states", "get_value", "set_value")
+@checker(("watch", "trainable_variables"), ("watch", "trainable_weights"), "reset_states", "get_value",
+         "set_value")
 def check_keras3(tree: ast.Module) -> Iterator[Finding]:
     """Keras 2 calls removed in Keras 3, on objects the module shows to be Keras ones."""
     if not keras3_client(tree):

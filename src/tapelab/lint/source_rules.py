@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.model import Finding, checker, define, finding, rename_end
 from tapelab.lint.bindings import assignments_of, binding
+from tapelab.lint.model import Finding, checker, define, finding, rename_end
 from tapelab.lint.tapes import Call, Scope, dotted, flag, nodes, scopes
 
 __all__ = ["check_sources"]
@@ -281,7 +281,7 @@ def _not_connected(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Ite
                   f"`{', '.join(sorted(sources))}` and the gradient is None")
 
 
-@checker("GradientTape", "add_weight", "add_variable")
+@checker("GradientTape", ("add_weight", "dtype"), ("add_variable", "dtype"))
 def check_sources(tree: ast.Module) -> Iterator[Finding]:
     """Sources that are the wrong object or of an integer dtype, and targets that depend on no source."""
     yield from _int_weights(tree)
