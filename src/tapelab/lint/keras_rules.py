@@ -14,6 +14,7 @@ only, such as `self.optimizer`, in a module that imports one of them).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 from tapelab.lint.model import Edit, Finding, checker, define, finding, rename_end
@@ -164,8 +165,10 @@ return {m.name: m.result() for m in self.metrics}
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
 
+@functools.lru_cache(maxsize=1)
 def keras3_client(tree: ast.Module) -> bool:
-    """False when the module imports Keras 2 or Keras's own implementation (see the module docstring)."""
+    """False when the module imports Keras 2 or Keras's own implementation (see the module docstring); asked once
+    per module however many families ask."""
     for node in nodes(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])

@@ -157,15 +157,21 @@ def _all_variables(scope: Scope, call: Call) -> Iterator[Finding]:
                                   rename_end(used, last, _ALL[last]))
 
 
-def _models(tree: ast.Module, scope: Scope) -> set[str]:
-    """Names and attributes the module builds as a Keras model, or the scope uses as an owner of trainable
-    variables (`x.trainable_variables`)."""
+def _built_models(tree: ast.Module) -> set[str]:
+    """Names and attributes the module builds as a Keras model."""
     found = set()
     for node in nodes(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             parts = (dotted(node.value.func) or "").split(".")
             if parts[-1] in _MODEL_MAKERS or "applications" in parts[:-1]:
                 found.update(d for d in map(dotted, node.targets) if d)
+    return found
+
+
+def _models(built: set[str], scope: Scope) -> set[str]:
+    """The module's models (`built`), and what the scope uses as an owner of trainable variables
+    (`x.trainable_variables`)."""
+    found = set(built)
     for node in (n for stmt in scope.body for n in ast.walk(stmt)):
         if isinstance(node, ast.Attribute) and node.attr in ("trainable_variables", "trainable_weights"):
             found.update(d for d in [dotted(node.value)] if d)
@@ -181,8 +187,7 @@ def _from_model(node: ast.AST, models: set[str]) -> bool:
     return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "layers"
 
 
-def _symbolic(tree: ast.Module, scope: Scope, call: Call | None, watched: list[ast.AST]) -> Iterator[Finding]:
-    models = _models(tree, scope)
+def _symbolic(models: set[str], call: Call | None, watched: list[ast.AST]) -> Iterator[Finding]:
     given = [*(call.sources if call else ()), *watched]
     for source in given:
         what = "watched" if call is None or source in watched else "a source"
@@ -285,20 +290,21 @@ def _not_connected(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Ite
 def check_sources(tree: ast.Module) -> Iterator[Finding]:
     """Sources that are the wrong object or of an integer dtype, and targets that depend on no source."""
     yield from _int_weights(tree)
-    if not any(isinstance(n, (ast.Name, ast.Attribute)) and "GradientTape" in (getattr(n, "id", None) or getattr(
-            n, "attr", "")) for n in nodes(tree)):
+    if not any((type(n) is ast.Attribute and n.attr == "GradientTape") or (type(n) is ast.Name and n.id ==
+                                                                           "GradientTape") for n in nodes(tree)):
         return  # named `add_weight` only: no tape to read
-    frozen = _holds_frozen(tree)
+    frozen, built = _holds_frozen(tree), _built_models(tree)
     for scope in scopes(tree):
         if not scope.tapes:
             continue
+        models = _models(built, scope)
         assignments = assignments_of(scope)
         for tape in scope.tapes:
             watched = [a for w in tape.watches for a in w.args]
-            yield from _symbolic(tree, scope, None, [w for w in watched if not isinstance(w, ast.List)])
+            yield from _symbolic(models, None, [w for w in watched if not isinstance(w, ast.List)])
         for call in scope.gradient_calls():
             if frozen:
                 yield from _all_variables(scope, call)
-            yield from _symbolic(tree, scope, call, [])
+            yield from _symbolic(models, call, [])
             yield from _int_sources(call, assignments)
             yield from _not_connected(scope, call, assignments)
