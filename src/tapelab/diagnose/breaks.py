@@ -166,7 +166,8 @@ def non_finite_origin(record: Recorder, loss_id: int | None, covers=lambda op: o
     data), else an op evaluated where its derivative is infinite (sqrt at 0). Ops that `covers` allows,
     and the values they excuse (`excused`), are never named.
     """
-    feeding = ancestry(record, loss_id)
+    # without a loss (the run stopped early), every recorded value counts
+    feeding = ancestry(record, loss_id) if loss_id is not None else {i for op in record.ops for i in op.output_ids}
     fine = excused(record, covers)
 
     def finite(tensor) -> bool:

@@ -79,6 +79,8 @@ class Comparison:
     loss_finite: tuple[bool | None, bool | None] = (None, None)  # (compiled, replay)
     statuses: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (compiled, replay)
     error: str = ""  # the compiled run raised this: the comparison could not be made
+    stopped: str = ""  # the replay raised this (the user's own check_numerics, which XLA skips)
+    stopped_at: Any = None  # the `Break` (op, line) the replayed ops show making the NaN or Inf it caught
 
     @classmethod
     def of(cls, how: str, compiled: tuple[Any, list], replay: tuple[Any, list], names: Sequence[str]) -> "Comparison":
@@ -101,11 +103,16 @@ class Comparison:
 
     @property
     def agree(self) -> bool:
-        return not self.error and not self.disagreements
+        return not self.error and not self.stopped and not self.disagreements
 
     def __str__(self) -> str:
         if self.error:
             return f"The compiled run ({self.how}) raised `{self.error}`, so it was not compared with the replay."
+        if self.stopped:
+            return (f"The compiled run ({self.how}) went through, but your own `tf.debugging.check_numerics` "
+                    f"raised in the eager replay (`{self.stopped}`): compiled with XLA it checks nothing. "
+                    + (f"The replayed ops show {self.stopped_at} making the NaN or Inf it caught."
+                       if self.stopped_at else "No replayed op shows where the value it caught was made."))
         if self.agree:
             return f"The compiled run ({self.how}) and the eager replay agree."
         return (f"The compiled run ({self.how}) and the eager replay disagree: " + "; ".join(self.disagreements)

@@ -70,13 +70,26 @@ class _Run:
         sources = [v for _, v in named]
         saved = Saved(stateful([self.model, *self.free.values()]))
         compiled = self._compiled(sources, saved) if self.jit_compile is not None and not self.handed else None
-        # a handed tape allows one run: replay its functions eagerly at once; else run as written first
-        loss, grads, missing, restored = self._attempt(saved, sources, replay=bool(self.handed) or compiled is not None)
-        if compiled is None and not self.handed and self.record.calls_functions():
-            compiled = ("the tf.functions your loss calls", (loss, grads))
-            self.tape = tf.GradientTape(persistent=True)
-            self.record = Recorder(self.tape)
-            loss, grads, missing, restored = self._attempt(saved, sources, replay=True)
+        attempt = None
+        if compiled is None and not self.handed:  # run as written; replay only if it called traced functions
+            try:
+                attempt = self._attempt(saved, sources, replay=False)
+            except Exception as error:  # e.g. XLA cannot compile it: the replay raises too if the code is wrong
+                compiled = Comparison("the tf.functions your loss calls", error=_first_line(error))
+                self.tape = tf.GradientTape(persistent=True)
+                self.record = Recorder(self.tape)
+            if attempt is not None and self.record.calls_functions():
+                compiled, attempt = ("the tf.functions your loss calls", attempt[:2]), None
+                self.tape = tf.GradientTape(persistent=True)
+                self.record = Recorder(self.tape)
+        if attempt is None:  # a handed tape allows one run: its functions are replayed at once
+            try:
+                attempt = self._attempt(saved, sources, replay=True)
+            except tf.errors.InvalidArgumentError as error:
+                if not isinstance(compiled, tuple) or "CheckNumerics" not in str(error):
+                    raise
+                return self._stopped(named, compiled, error)
+        loss, grads, missing, restored = attempt
         comparison = None
         if isinstance(compiled, Comparison):
             comparison = compiled
@@ -95,6 +108,22 @@ class _Run:
         except (TypeError, ValueError):
             pass
         return Report(entries, value, restored, comparison)
+
+    def _stopped(self, named: list, compiled: tuple, error: Exception) -> Report:
+        """The report when the replay stopped at the user's own `check_numerics` (which XLA skips): the
+        statuses of the compiled run, the producer read from the ops replayed up to there."""
+        how, (loss, grads) = compiled
+        origin = non_finite_origin(self.record, None, self.allow.covers)
+        entries = []
+        for (name, _), grad in zip(named, grads):
+            status, norm = gradient_status(grad)
+            entries.append(for_non_finite(name, origin, norm) if status == "non_finite" else
+                           Entry(name, status, norm=norm, explanation="" if status == "ok" else
+                                 f"The compiled run gives a {status} gradient; the eager replay stopped before "
+                                 "its gradients, so the cause is not established."))
+        first = str(error).strip().splitlines()[0].split("}", 1)[-1].strip()
+        comparison = Comparison(how, stopped=first[:200], stopped_at=origin[0] if origin else None)
+        return Report(entries, None, [], comparison)
 
     def _attempt(self, saved: Saved, sources: list, replay: bool) -> tuple[Any, list, list, list[str]]:
         """One recorded run of the loss (its tf.functions replayed eagerly if `replay`) and its gradients:
@@ -119,7 +148,7 @@ class _Run:
                 return how, compiled_gradients(self.loss_fn, sources, watch=self.watch, takes_tape=self.takes_tape,
                                                jit_compile=bool(self.jit_compile))
         except Exception as error:  # the comparison must never hide the diagnosis
-            return Comparison(how, error=f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}")
+            return Comparison(how, error=_first_line(error))
         finally:
             saved.restore_all()
 
@@ -335,6 +364,11 @@ def _owns(value: Any, var: Any) -> bool:
         return owned is not None and any(v is var for v in owned)
     except TypeError:
         return False
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def _missing_op(error: LookupError) -> str:
