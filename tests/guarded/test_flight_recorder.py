@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from guarded.flight_models import build
-from tapelab.diagnose.replay import load_step, replay
+from tapelab.diagnose.replay import BATCH_FILE, OPTIMIZER_FILE, STEP_FILE, WEIGHTS_FILE, load_step, replay
 from tapelab.guarded import FlightRecorder, GuardCallback, GuardedApply
 
 HERE = Path(__file__).parent
@@ -51,6 +51,8 @@ def test_fit_with_a_poisoned_batch_saves_the_step_and_its_diagnosis(tmp_path, ji
     assert {p["op"] for p in problems} == {"MatMul"}
     assert {p["cause"] for p in problems} == {"non-finite-input"}
     json.loads(json.dumps(records[1], allow_nan=False))  # the record stays strict JSON
+    assert sorted(f.name for f in Path(flight["dir"]).iterdir()) == \
+           sorted([STEP_FILE, BATCH_FILE, WEIGHTS_FILE, OPTIMIZER_FILE])
     step = load_step(flight["dir"])
     assert np.array_equal(step.batch[0], poisoned()[4:8], equal_nan=True) and np.array_equal(step.batch[1], YS[4:8])
     assert step.meta["jit_compile"] is jit_compile and step.meta["record"]["reason"] == "non_finite+non_finite_loss"

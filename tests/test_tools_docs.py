@@ -1,5 +1,5 @@
-"""docs/tools.md as a user runs it: the Python examples of the compiled-steps section, in order, print what
-the text around them says."""
+"""docs/tools.md as a user runs it: the Python examples of the compiled-steps and flight-recorder sections, in
+order, print what the text around them says."""
 import contextlib
 import io
 import linecache
@@ -36,3 +36,19 @@ def test_compiled_steps_examples_print_what_the_text_says():
     assert "disagree" in lines[1] and "`net/hidden/kernel` is ok compiled but non_finite" in lines[1]
     assert lines[2] == "non-finite-input"
     assert lines[3] == "RealDiv"
+
+
+def test_flight_recorder_example_saves_diagnoses_and_replays_the_poisoned_step():
+    """Does the flight recorder example save step 2, name the poisoned batch in the record, and replay the
+    saved files to the same op?"""
+    lines = run_blocks("### Flight recorder")
+    assert lines == ["step-000002", "non-finite-input MatMul", "MatMul"]
+
+
+def test_the_layout_table_lists_the_files_a_saved_step_holds():
+    """Does the flight recorder's layout table name exactly the files the recorder writes and the replay
+    reads (tests/guarded/test_flight_recorder.py checks the folder holds them)?"""
+    from tapelab.diagnose import replay
+
+    table = re.findall(r"^\| `([a-z_.]+)` \|", section("### Flight recorder"), re.M)
+    assert table == [replay.STEP_FILE, replay.BATCH_FILE, replay.WEIGHTS_FILE, replay.OPTIMIZER_FILE]
