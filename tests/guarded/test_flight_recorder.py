@@ -127,3 +127,33 @@ def test_a_custom_loop_in_tf_function_saves_its_refused_step(tmp_path):
     flight = records[-1]["flight"]
     step = load_step(flight["dir"])
     assert np.isnan(step.batch[0]).any() and list(step.weights) == ["w"] and "diagnosis" not in flight
+
+
+def test_mixed_precision_records_a_bad_batch_but_not_the_loss_scale_settling(tmp_path):
+    """Under mixed_float16 with a LossScaleOptimizer, are the scale's own overflow skips left unrecorded,
+    and is a poisoned batch (a NaN loss) saved with its float16 model's weights and diagnosed?"""
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="hidden"),
+                                  keras.layers.Dense(1, name="out")], name="mixed")
+        optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.01))
+        records = []
+        recorder = FlightRecorder(tmp_path, model, loss_fn=lambda m, b: tf.reduce_mean(
+            tf.square(b[1] - tf.cast(m(b[0], training=True), tf.float32))))
+        guard = GuardedApply(optimizer, on_bad="skip", log=records.append, recorder=recorder)
+        for xs in (XS[:4] * 1e3, XS[:4] * 1e3, poisoned()[4:8]):
+            ys = xs.sum(axis=1, keepdims=True)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(ys - tf.cast(model(xs, training=True), tf.float32)))
+                scaled = optimizer.scale_loss(loss)
+            guard(tape.gradient(scaled, model.trainable_variables), model.trainable_variables, loss=loss,
+                  batch=(xs, ys))
+    finally:
+        keras.config.set_dtype_policy(policy)
+    scale_skips = [r for r in records if r["reason"] == "non_finite"]
+    assert scale_skips and all("flight" not in r for r in scale_skips)
+    bad = records[-1]
+    assert bad["reason"] == "non_finite+non_finite_loss" and bad["flight"]["saved"]
+    assert {p["cause"] for p in bad["flight"]["diagnosis"]["problems"]} == {"non-finite-input"}
