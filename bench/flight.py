@@ -19,10 +19,10 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import tensorflow as tf
 
-from tapelab.guarded import FlightRecorder, GuardedApply  # noqa: E402
+from tapelab.guarded import FlightRecorder, GuardedApply
 
 BUDGET = 1.05
 BLOCK = 10

@@ -21,7 +21,7 @@ def run_blocks(heading: str) -> list[str]:
     namespace: dict = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        for index, block in enumerate(re.findall(r"```python\n(.*?)```", section(heading), re.S)):
+        for index, block in enumerate(re.findall(r"```python\n(.*?)```", section(heading), re.DOTALL)):
             name = f"<tools.md {heading} {index}>"  # registered as IPython registers a cell, so lines have text
             linecache.cache[name] = (len(block), None, block.splitlines(True), name)
             exec(compile(block, name, "exec"), namespace)
@@ -50,5 +50,5 @@ def test_the_layout_table_lists_the_files_a_saved_step_holds():
     reads (tests/guarded/test_flight_recorder.py checks the folder holds them)?"""
     from tapelab.diagnose import replay
 
-    table = re.findall(r"^\| `([a-z_.]+)` \|", section("### Flight recorder"), re.M)
+    table = re.findall(r"^\| `([a-z_.]+)` \|", section("### Flight recorder"), re.MULTILINE)
     assert table == [replay.STEP_FILE, replay.BATCH_FILE, replay.WEIGHTS_FILE, replay.OPTIMIZER_FILE]

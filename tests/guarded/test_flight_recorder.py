@@ -10,9 +10,16 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from guarded.flight_models import build
-from tapelab.diagnose.replay import BATCH_FILE, OPTIMIZER_FILE, STEP_FILE, WEIGHTS_FILE, load_step, replay
+
+from tapelab.diagnose.replay import (
+    BATCH_FILE,
+    OPTIMIZER_FILE,
+    STEP_FILE,
+    WEIGHTS_FILE,
+    load_step,
+    replay,
+)
 from tapelab.guarded import FlightRecorder, GuardCallback, GuardedApply
 
 HERE = Path(__file__).parent
@@ -42,7 +49,7 @@ def fit_with_recorder(tmp_path, xs, jit_compile=False, **kwargs):
 def test_fit_with_a_poisoned_batch_saves_the_step_and_its_diagnosis(tmp_path, jit_compile):
     """Under fit (compiled, XLA or not), is the refused step saved with its batch and weights, does its log
     record name the op where the NaN entered, and does the saved step replay to the same NaN?"""
-    model, recorder, records = fit_with_recorder(tmp_path, poisoned(), jit_compile=jit_compile)
+    _, _, records = fit_with_recorder(tmp_path, poisoned(), jit_compile=jit_compile)
     assert [r["outcome"] for r in records] == ["applied", "skipped", "applied"]
     flight = records[1]["flight"]
     assert flight["saved"] and Path(flight["dir"]).name == "step-000002"
@@ -66,12 +73,12 @@ def test_fit_with_a_poisoned_batch_saves_the_step_and_its_diagnosis(tmp_path, ji
 def test_the_replay_command_runs_as_written(tmp_path):
     """Does the one-line command in step.json (`python -m tapelab.diagnose.replay STEP_DIR --model ...`)
     print the diagnosis of the saved step and exit 1 for a step that is not ok?"""
-    _, recorder, records = fit_with_recorder(tmp_path, poisoned())
+    _, _, records = fit_with_recorder(tmp_path, poisoned())
     command = records[1]["flight"]["replay"].split()
     assert command[1:3] == ["-m", "tapelab.diagnose.replay"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, env=env, cwd=HERE,
-                          timeout=300)
+                          timeout=300, check=False)
     assert done.returncode == 1, done.stderr
     assert "non-finite-input" in done.stdout and "MatMul" in done.stdout
 
@@ -89,7 +96,7 @@ def test_a_changed_weights_file_is_refused(tmp_path):
 
 def test_keep_bounds_the_steps_saved_per_run(tmp_path):
     """With three poisoned batches and keep=2, are exactly two steps saved, the third's record saying why?"""
-    _, recorder, records = fit_with_recorder(tmp_path, poisoned(rows=(1, 5, 9)), keep=2)
+    _, _, records = fit_with_recorder(tmp_path, poisoned(rows=(1, 5, 9)), keep=2)
     flights = [r["flight"] for r in records]
     assert [f["saved"] for f in flights] == [True, True, False] and "keep=2" in flights[2]["why"]
     assert sorted(p.name for p in (tmp_path / "flights" / "run1").iterdir()) == ["step-000001", "step-000002"]
@@ -99,7 +106,7 @@ def test_max_bytes_bounds_the_disk_used(tmp_path):
     """With room for one step only, is the second refused step not written, and the folder within max_bytes?"""
     _, probe, _ = fit_with_recorder(tmp_path / "probe", poisoned(rows=(1,)))
     one = probe.used
-    _, recorder, records = fit_with_recorder(tmp_path, poisoned(rows=(1, 5)), max_bytes=one + one // 2)
+    _, _, records = fit_with_recorder(tmp_path, poisoned(rows=(1, 5)), max_bytes=one + one // 2)
     flights = [r["flight"] for r in records if "flight" in r]
     assert [f["saved"] for f in flights] == [True, False] and "max_bytes" in flights[1]["why"]
     on_disk = sum(f.stat().st_size for f in (tmp_path / "flights").rglob("*") if f.is_file())

@@ -83,7 +83,7 @@ class Comparison:
     stopped_at: Any = None  # the `Break` (op, line) the replayed ops show making the NaN or Inf it caught
 
     @classmethod
-    def of(cls, how: str, compiled: tuple[Any, list], replay: tuple[Any, list], names: Sequence[str]) -> "Comparison":
+    def of(cls, how: str, compiled: tuple[Any, list], replay: tuple[Any, list], names: Sequence[str]) -> Comparison:
         statuses = {name: (gradient_status(c)[0], gradient_status(r)[0])
                     for name, c, r in zip(names, compiled[1], replay[1])}
         return cls(how, (_finite_loss(compiled[0]), _finite_loss(replay[0])), statuses)

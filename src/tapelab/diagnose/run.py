@@ -1,7 +1,9 @@
-"""`diagnose()` and its `Report`: one recorded run of the loss, and the reading of it per variable.
+"""`diagnose()`: the recorded run of the loss (run as written, then replayed eagerly when it called compiled
+code), and the reading of it per variable.
 
 The package docstring (`tapelab.diagnose`) says what it finds; the recording is `record`, the path
-analysis `breaks` and `exits`, the quoted source `source`, the saved state `state`, the verdicts `verdicts`.
+analysis `breaks` and `exits`, the quoted source `source`, the saved state `state`, the verdicts `verdicts`,
+the replay of compiled code and its comparison `compiled`, the `Report` itself `report`.
 """
 from __future__ import annotations
 

@@ -79,8 +79,14 @@ class FlightRecorder:
 
     def save(self, record: dict[str, Any], optimizer: Any) -> dict[str, Any]:
         """Write the refused step `record` describes; what the log record carries under `flight`."""
-        from tapelab.diagnose.replay import (BATCH_FILE, OPTIMIZER_FILE, STEP_FILE, WEIGHTS_FILE, variable_arrays,
-                                             weights_digest)
+        from tapelab.diagnose.replay import (
+            BATCH_FILE,
+            OPTIMIZER_FILE,
+            STEP_FILE,
+            WEIGHTS_FILE,
+            variable_arrays,
+            weights_digest,
+        )
 
         step = int(record["step"])
         batch = self.stash.read(step)
