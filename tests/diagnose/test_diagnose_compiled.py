@@ -239,3 +239,22 @@ def test_fit_step_refuses_a_model_with_its_own_train_step():
     model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="overrides `train_step`"):
         diagnose_fit_step(model, X, Y)
+
+
+def test_a_function_loaded_from_a_saved_model_is_named_as_not_opened(tmp_path):
+    """Is a restored SavedModel function (no Python to replay) named in the comparison as one op the
+    replay could not open, its NaN still traced to that call?"""
+    class Scorer(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable([1.0, 0.0], name="w")
+
+        @tf.function(input_signature=[])
+        def loss(self):
+            return tf.reduce_sum(tf.math.log(self.w))
+
+    tf.saved_model.save(Scorer(), str(tmp_path / "scorer"))
+    loaded = tf.saved_model.load(str(tmp_path / "scorer"))
+    report = diagnose(loaded.loss, [loaded.w])
+    assert report.compiled.opaque and "could not open" in str(report.compiled)
+    assert report.entries[0].op in report.compiled.opaque

@@ -81,6 +81,7 @@ class Comparison:
     error: str = ""  # the compiled run raised this: the comparison could not be made
     stopped: str = ""  # the replay raised this (the user's own check_numerics, which XLA skips)
     stopped_at: Any = None  # the `Break` (op, line) the replayed ops show making the NaN or Inf it caught
+    opaque: list[str] = field(default_factory=list)  # functions the replay could not open (no Python source)
 
     @classmethod
     def of(cls, how: str, compiled: tuple[Any, list], replay: tuple[Any, list], names: Sequence[str]) -> Comparison:
@@ -113,13 +114,16 @@ class Comparison:
                     f"raised in the eager replay (`{self.stopped}`): compiled with XLA it checks nothing. "
                     + (f"The replayed ops show {self.stopped_at} making the NaN or Inf it caught."
                        if self.stopped_at else "No replayed op shows where the value it caught was made."))
+        unopened = (f" The replay could not open {', '.join(f'`{name}`' for name in self.opaque)} (a function "
+                    "with no Python to run, such as one loaded from a SavedModel): each stays one op."
+                    if self.opaque else "")
         if self.agree:
-            return f"The compiled run ({self.how}) and the eager replay agree."
+            return f"The compiled run ({self.how}) and the eager replay agree." + unopened
         return (f"The compiled run ({self.how}) and the eager replay disagree: " + "; ".join(self.disagreements)
                 + ". The replay names ops as eager code runs them; compiled, XLA may rewrite or fuse them "
                 "(`log(exp(x))` becomes `x`), and a traced function keeps the Python values it captured when it "
                 "was traced (a constant changed since, a model replaced). Retrace the function (call it on a "
-                "new function object), or compare with `jit_compile=False`, to tell which.")
+                "new function object), or compare with `jit_compile=False`, to tell which." + unopened)
 
 
 def _finite_word(finite: bool) -> str:

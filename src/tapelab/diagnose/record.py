@@ -122,9 +122,9 @@ class Recorder:
             library = self._library[code] = library_file(code.co_filename)
         return library
 
-    def calls_functions(self) -> bool:
-        """Whether an op of the run was a call of a `tf.function` (compiled code the recording cannot see into)."""
-        return any(op.kind.startswith(FUNCTION_CALLS) for op in self.ops)
+    def calls_functions(self) -> list[str]:
+        """The calls of traced functions among the run's ops (compiled code the recording cannot see into)."""
+        return sorted({op.kind for op in self.ops if op.kind.startswith(FUNCTION_CALLS)})
 
     def producer(self) -> dict[int, Op]:
         """Each recorded tensor's id -> the op that made it."""

@@ -97,6 +97,8 @@ class _Run:
             comparison = compiled
         elif compiled is not None:
             comparison = Comparison.of(compiled[0], compiled[1], (loss, grads), [name for name, _ in named])
+        if comparison is not None:
+            comparison.opaque = self.record.calls_functions()  # no Python to replay (a loaded SavedModel)
         self.loss_id = tensor_id(loss)
         self.made = {i for op in self.record.ops for i in op.output_ids}
         sliced = sliced_arguments(self.caller, self.known) if self.caller else {}
