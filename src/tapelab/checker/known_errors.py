@@ -38,6 +38,10 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
     ("CompileMetrics.update_state() missing", "metric-fed-loss",
      "`self.metrics` also holds the compiled metrics, which compare `y` with `y_pred`. Did you update every "
      "metric with the loss? Update the loss tracker with the loss and the others with `update_state(y, y_pred)`."),
+    ("only supports singleton tf.Variables", "variable-per-call",
+     "A compiled function that creates a `tf.Variable` fails on its first call: TensorFlow traces it once more "
+     "to check that a second trace creates no variable. Did you create the variable inside the `tf.function`? "
+     "Create it once, outside the compiled function (or behind a guard that skips it after the first trace)."),
     ("No loss to compute", "keras2-compiled-loss",
      "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
      "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
