@@ -41,18 +41,22 @@ _TRACKER = '''
 
 MISTAKES = {
     "ex6_1_answer": [
-        Reported("the Keras 2 compiled_loss", _model("make_custom_model", '''
+        Reported("every metric fed (y, y_pred), the loss tracker too", _model("make_custom_model", '''
         def train_step(self, data):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = self.compiled_loss(y, y_pred, sample_weight=sample_weight)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)''' + _UPDATE_METRICS),
-            "`self.compiled_loss` is the Keras 2 interface; a Keras 3 model has no compiled loss object to call. "
-            "Compute the loss with `self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)`.",
-            "https://github.com/keras-team/keras-io/pull/1630"),
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}'''),
+            "`self.metrics` includes the loss tracker, a `Mean`, which must be fed the loss; given `(y, y_pred)` it "
+            "averages the targets weighted by the predictions, so the reported loss is not the loss. Update the "
+            "tracker named \"loss\" with `loss` (weighted by the rows) and the others with `(y, y_pred)`.",
+            TF + "55216"),
         Reported("the row weights dropped when unpacking", _model("make_custom_model", '''
         def train_step(self, data):
             x, y = data[0], data[1]
