@@ -42,6 +42,18 @@ class Fresh:
         return (self.cause,) if isinstance(self.cause, str) else tuple(self.cause)
 
 
+@dataclass(frozen=True)
+class Reported:
+    """A mistake of the third catalogue (tests/third_mistakes/): a wrong answer seen in a public bug report or
+    forum thread, transplanted into an exercise. `tutor` says what is wrong as a tutor would, `source` is the
+    address of the report. No cause code: a blind reader judges the message against `tutor`."""
+
+    name: str
+    code: str
+    tutor: str
+    source: str
+
+
 def reference_answers(notebook: str) -> dict[str, str]:
     """grade_id of each answer cell -> its solution source, markers removed."""
     nb = nbformat.read(REPO / "solutions" / f"{notebook}.ipynb", as_version=4)
@@ -61,6 +73,12 @@ def mistakes(notebook: str) -> dict[str, list[Mistake]]:
 def fresh_mistakes(notebook: str) -> dict[str, list[Fresh]]:
     """grade_id of each answer cell -> its mistakes of the second catalogue (tests/fresh_mistakes/<topic>.py)."""
     module = importlib.import_module(f"fresh_mistakes.{notebook.split('_', 1)[1]}")
+    return module.MISTAKES
+
+
+def reported_mistakes(notebook: str) -> dict[str, list[Reported]]:
+    """grade_id of each answer cell -> its mistakes of the third catalogue (tests/third_mistakes/<topic>.py)."""
+    module = importlib.import_module(f"third_mistakes.{notebook.split('_', 1)[1]}")
     return module.MISTAKES
 
 

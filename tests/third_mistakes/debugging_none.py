@@ -1,0 +1,195 @@
+"""Third-catalogue mistakes for 05_debugging_none (tests/third_mistakes/__init__.py)."""
+from answers import Reported
+
+TF = "https://github.com/tensorflow/tensorflow/issues/"
+
+
+def _classify(**changed: str) -> str:
+    """The reference answer of 5.1 with the labels in `changed` replaced: a student's table."""
+    labels = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path", "D": "state-change",
+              "E": "not-trainable", "F": "outside-tape", "G": "int-dtype", "H": "stop-gradient",
+              "I": "replaced-by-tensor"}
+    labels.update(changed)
+    rows = ",\n        ".join(f'"{k}": "{v}"' for k, v in labels.items())
+    return f"\ndef classify(snippet):\n    return {{\n        {rows},\n    }}[snippet]\n"
+
+
+MISTAKES = {
+    "ex5_1_answer": [
+        Reported("the .numpy() round trip taken for an op without a gradient", _classify(C="non-differentiable"),
+                 "In C the square is computed by NumPy on `w.numpy()` and wrapped back in `tf.constant`: no "
+                 "TensorFlow operation without a gradient is involved; the value simply left TensorFlow, which is "
+                 "`numpy-in-path`.", "https://github.com/keras-team/keras/issues/11157"),
+        Reported("assign taken for a non-differentiable op", _classify(D="non-differentiable"),
+                 "In D the loss reaches `w` only through `counter.assign_add`: a variable's assignment is a state "
+                 "change the tape does not differentiate through, `state-change`, not an operation like argmax.",
+                 TF + "23621"),
+        Reported("a forward pass outside the tape called unwatched", _classify(F="not-watched", I="outside-tape"),
+                 "In F `w` is a variable and is watched; what goes wrong is that `pred` was computed before the tape "
+                 "opened, `outside-tape`. In I the tape does record `w**2`, but `w` was rebound to a tensor, "
+                 "`replaced-by-tensor`.", TF + "29942"),
+        Reported("an unwatched constant called not trainable", _classify(A="not-trainable"),
+                 "In A the source `x` is a constant, not a variable created with `trainable=False`; a tape follows "
+                 "constants only when watched, so the cause is `not-watched`.",
+                 "https://taourl.com/read-2033525.html"),
+    ],
+    "ex5_2_answer": [
+        Reported("stop_gradient removed, loss still outside the tape", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+    loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "Only half the fix: the loss is still computed after the `with` block, so the tape never saw it and both "
+            "gradients are None; indent the loss line into the block.", TF + "27660"),
+        Reported("stop_gradient kept on the product", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.stop_gradient(x @ w) + b
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "`tf.stop_gradient(x @ w)` still blocks every path from the loss to `w`, so `dl_dw` is None; remove it, "
+            "the task's loss has no stopped part.", TF + "49001"),
+        Reported("the loss summed instead of averaged", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = tf.reduce_sum((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "The task's loss is the mean of the squared errors; `tf.reduce_sum` makes both gradients as many times too "
+            "large as there are rows. Use `tf.reduce_mean`.", TF + "25476"),
+        Reported("the loss averaged with NumPy", '''
+def fixed_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = x @ w + b
+        loss = np.mean((pred - y) ** 2)
+    return tape.gradient(loss, [w, b])
+''', "`np.mean` converts the tensor to NumPy and returns a plain number, which the tape cannot trace back to "
+            "`w` and `b`; both gradients are None. Use `tf.reduce_mean`.", TF + "31919"),
+    ],
+    "ex5_3_answer": [
+        Reported("the broken rebinding kept", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = w - lr * grad
+    return grads
+''', "`w = w - lr * grad` replaces the variable by a tensor, which the second tape does not watch, so the second "
+            "gradient is None and the caller's variable never moves; update in place with `w.assign_sub(lr * grad)`.",
+            TF + "6278"),
+        Reported("one ordinary tape for both steps", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((w * x - y) ** 2)
+    for _ in range(2):
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w.assign_sub(lr * grad)
+    return grads
+''', "The loss is recorded once, before any step, and an ordinary tape answers one `gradient` call, so the second "
+            "call raises; and a second gradient must come from the loss after the first step. Open a new tape in "
+            "each iteration.", TF + "46487"),
+        Reported("a new variable made at each step", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = tf.Variable(w - lr * grad)
+    return grads
+''', "`tf.Variable(w - lr * grad)` creates a fresh variable: the gradients are right, but the caller's `w` "
+            "is never updated. Use `w.assign_sub(lr * grad)` on the variable you were given.",
+            "https://github.com/dragen1860/Deep-Learning-with-TensorFlow-book/issues/156"),
+        Reported("the update done on NumPy values", '''
+def two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = w.numpy() - lr * grad.numpy()
+    return grads
+''', "`w.numpy() - ...` is a NumPy array: the caller's variable is not updated, and the second tape cannot "
+            "differentiate with respect to an array (the gradient is None). Use `w.assign_sub(lr * grad)`.",
+            TF + "61524"),
+    ],
+    "ex5_4_answer": [
+        Reported("plain tf.round in the forward pass", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.round(w * x)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "`tf.round` has no gradient, so the tape returns None; keep the rounded forward value but let the "
+            "gradient through: `z + tf.stop_gradient(tf.round(z) - z)`.", TF + "5888"),
+        Reported("stop_gradient around the whole rounding", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = tf.stop_gradient(tf.round(z))
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "Stopping the gradient of the whole prediction cuts `w` off entirely (None); the straight-through trick "
+            "stops only the correction: `z + tf.stop_gradient(tf.round(z) - z)`.",
+            "https://github.com/Justin-Tan/generative-compression/issues/27"),
+        Reported("floor where round is asked", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.floor(z) - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "The straight-through form is right, but `tf.floor` rounds down, not to the nearest (half to even) as "
+            "`tf.round` does, so the forward predictions and the gradient differ; use `tf.round`.", TF + "8625"),
+        Reported("rounding by a cast to int", '''
+def rounded_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = tf.cast(tf.cast(z + 0.5, tf.int32), tf.float32)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "A cast to an integer type has no gradient, so the loss is cut off from `w` (None), and adding 0.5 then "
+            "truncating is not `tf.round`'s half-to-even rule; use `z + tf.stop_gradient(tf.round(z) - z)`.",
+            TF + "47083"),
+    ],
+    "ex5_5_answer": [
+        Reported("every variable applied, None and all", '''
+def checked_apply(optimizer, grads, variables):
+    optimizer.apply(grads, variables)
+''', "Nothing is checked: Keras skips the variables whose gradient is None with a warning and updates the rest, "
+            "which is exactly the half step the exercise asks you to refuse; raise `ValueError` naming them instead.",
+            "https://github.com/remigenet/TKAT/issues/8"),
+        Reported("the None gradients filtered out", '''
+def checked_apply(optimizer, grads, variables):
+    pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+    optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
+''', "Dropping the pairs whose gradient is None trains the healthy part and silently leaves the rest, the "
+            "behaviour the exercise replaces; raise `ValueError` with their paths and change nothing.", TF + "37501"),
+        Reported("only the first missing variable named", '''
+def checked_apply(optimizer, grads, variables):
+    for g, v in zip(grads, variables):
+        if g is None:
+            raise ValueError(f"Variable {v.path} has None for gradient")
+    optimizer.apply(grads, variables)
+''', "The check stops at the first variable with no gradient, so the message names one of the `aux` variables "
+            "instead of every one; collect all their paths before raising.",
+            "https://github.com/google-research-datasets/seq2act/issues/2"),
+        Reported("variables named by name, not path", '''
+def checked_apply(optimizer, grads, variables):
+    missing = [v.name for g, v in zip(grads, variables) if g is None]
+    if missing:
+        raise ValueError(f"no gradient for {missing}")
+    optimizer.apply(grads, variables)
+''', "`v.name` is the short name (`kernel`, `bias`), the same in every layer, so the message cannot say which "
+            "layer is at fault; the task asks for `v.path` (`aux/kernel`).",
+            "https://github.com/tensorlayer/SRGAN/issues/143"),
+    ],
+}

@@ -1,0 +1,160 @@
+"""Third-catalogue mistakes for 02_model_variables (tests/third_mistakes/__init__.py)."""
+from answers import Reported
+
+TF = "https://github.com/tensorflow/tensorflow/issues/"
+
+MISTAKES = {
+    "ex2_1_answer": [
+        Reported("the model called without training=True", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x)
+        loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.trainable_variables)
+''', "Called without `training=True`, the `BatchNormalization` layer normalises with its moving statistics "
+            "instead of the batch's, so the gradients are those of another function; call `model(x, training=True)`.",
+            TF + "36936"),
+        Reported("the loss arguments in the wrong order", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(preds, y)
+    return tape.gradient(loss, model.trainable_variables)
+''', "Keras losses take `(y_true, y_pred)`; `loss_fn(preds, y)` computes another quantity for a loss that is "
+            "not symmetric, and its gradients differ. Write `loss_fn(y, preds)`.", TF + "38067"),
+        Reported("layer losses added with add_n on a model that has none", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + tf.add_n(model.losses)
+    return tape.gradient(loss, model.trainable_variables)
+''', "The task's loss is `loss_fn(y, preds)` alone; besides, `tf.add_n` of the empty list `model.losses` "
+            "raises on a model without regularizers. Drop the added term.", TF + "33556"),
+        Reported("gradients of every variable, moving statistics included", '''
+def model_gradients(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    return tape.gradient(loss, model.variables)
+''', "`model.variables` also holds the non-trainable moving mean and variance of `BatchNormalization`, whose "
+            "gradients are None, and the list no longer matches `model.trainable_variables`; differentiate "
+            "with respect to `model.trainable_variables`.", "https://github.com/tensorlayer/SRGAN/issues/143"),
+    ],
+    "ex2_2_answer": [
+        Reported("the loop name rebound to a new tensor", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v = v - lr * g
+''', "`v = v - lr * g` only rebinds the loop name to a new tensor; the variables in the list never change. "
+            "Update each in place with `v.assign_sub(lr * g)`.", TF + "6278"),
+        Reported("the step applied to NumPy copies", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        values = v.numpy()
+        values -= lr * g.numpy()
+''', "`v.numpy()` returns a copy of the variable's values; subtracting from that copy leaves the variable "
+            "as it was. Use `v.assign_sub(lr * g)`.", TF + "61524"),
+        Reported("assign instead of assign_sub", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v.assign(lr * g)
+''', "`v.assign(lr * g)` replaces the variable's value by the step itself instead of subtracting the step from "
+            "it; `v.assign_sub(lr * g)` is the SGD update.", TF + "35781"),
+        Reported("the step taken up the gradient", '''
+def manual_sgd_step(variables, grads, lr):
+    for v, g in zip(variables, grads):
+        v.assign_add(lr * g)
+''', "`assign_add` moves each variable up its gradient, increasing the loss; gradient descent subtracts: "
+            "`v.assign_sub(lr * g)`.",
+            "https://github.com/dragen1860/Deep-Learning-with-TensorFlow-book/issues/156"),
+    ],
+    "ex2_3_answer": [
+        Reported("the regularization losses left out", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "The loss leaves out the layers' regularization terms, `sum(model.losses)`, so on a model with a "
+            "regularizer the weights move differently and the returned loss is too small; add them inside the tape.",
+            "https://github.com/pythonlessons/TensorFlow-2.x-YOLOv3/issues/165"),
+        Reported("the list of layer losses added as it is", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + model.losses
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "`model.losses` is a list: adding it to the scalar loss makes a vector with one entry per layer loss "
+            "(or an empty one), not their sum; the gradient of that vector and the returned value are wrong. "
+            "Add `sum(model.losses)`.", TF + "33556"),
+        Reported("the model called without training=True", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        preds = model(x)
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "Without `training=True` the `BatchNormalization` layer uses its moving statistics and never updates "
+            "them, so that model trains as another function; call `model(x, training=True)`.", TF + "36936"),
+        Reported("the forward pass made before the tape opened", '''
+def train_step(model, optimizer, loss_fn, x, y):
+    preds = model(x, training=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, preds) + sum(model.losses)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "`preds` is computed before the tape starts, so the tape never records how the weights produce it and "
+            "every gradient is None; move the forward pass inside the `with` block.", TF + "31265"),
+    ],
+    "ex2_4_answer": [
+        Reported("the metric never reset between epochs", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        for x, y in dataset:
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "Without `metric.reset_state()` at the start of each epoch the mean keeps every earlier batch, so from the "
+            "second epoch on each number is a running mean since the start.", "https://github.com/lucasjinreal/tfboys/issues/1"),
+        Reported("one iterator for all epochs", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    batches = iter(dataset)
+    for epoch in range(epochs):
+        metric.reset_state()
+        for x, y in batches:
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "`iter(dataset)` is made once and used up by the first epoch; later epochs get no batch, never call "
+            "`step`, and report an empty mean. Loop over `dataset` itself each epoch.",
+            "https://github.com/meta-pytorch/torchforge/pull/519"),
+        Reported("the metric reset after every batch", '''
+def train_epochs(step, dataset, epochs, metric):
+    means = []
+    for epoch in range(epochs):
+        for x, y in dataset:
+            metric.reset_state()
+            metric.update_state(step(x, y))
+        means.append(float(metric.result()))
+    return means
+''', "Resetting inside the batch loop leaves only the last batch in the metric, so each epoch reports its last "
+            "batch's loss, not the mean; reset once, before the batch loop.",
+            "https://github.com/Lightning-AI/pytorch-lightning/issues/4874"),
+        Reported("a single pass, epochs ignored", '''
+def train_epochs(step, dataset, epochs, metric):
+    metric.reset_state()
+    for x, y in dataset:
+        metric.update_state(step(x, y))
+    return [float(metric.result())]
+''', "The function trains one epoch whatever `epochs` is and returns one mean; wrap the batch loop in "
+            "`for epoch in range(epochs):` and record one mean per epoch.", "https://github.com/CoinCheung/BiSeNet/issues/307"),
+    ],
+}

@@ -1,0 +1,192 @@
+"""Third-catalogue mistakes for 04_persistent_tapes (tests/third_mistakes/__init__.py)."""
+from answers import Reported
+
+TF = "https://github.com/tensorflow/tensorflow/issues/"
+
+MISTAKES = {
+    "ex4_1_answer": [
+        Reported("two gradients from an ordinary tape", '''
+def several_gradients(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    return [dy_dx, dz_dx]
+''', "An ordinary tape is released by its first `gradient` call, so the second raises; open it with "
+            "`persistent=True` (and `del tape` after), or use two tapes in the same `with`.", TF + "46487"),
+        Reported("the gradients asked inside the persistent tape's block", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+        dy_dx = tape.gradient(y, x)
+        dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "The values are right, but both `gradient` calls sit inside the `with` block, where the tape also records "
+            "the gradient computations; the exercise's rule is to call them after the block. Dedent the two lines.",
+            TF + "41510"),
+        Reported("the constant input never watched", '''
+def several_gradients(x):
+    with tf.GradientTape(persistent=True) as tape:
+        y = x**3
+        z = tf.sin(y)
+    dy_dx = tape.gradient(y, x)
+    dz_dx = tape.gradient(z, x)
+    del tape
+    return [dy_dx, dz_dx]
+''', "`x` is a constant, and without `tape.watch(x)` the tape does not follow it, so both gradients are None.",
+            TF + "50661"),
+        Reported("both targets in one call", '''
+def several_gradients(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x**3
+        z = tf.sin(y)
+    both = tape.gradient([y, z], x)
+    return [both, both]
+''', "`tape.gradient([y, z], x)` does not return one gradient per target: it returns the gradient of y + z. "
+            "Ask for each target separately, from a persistent tape.", TF + "29064"),
+    ],
+    "ex4_2_answer": [
+        Reported("the persistent tape never released", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "The numbers are right, but without `del tape` the persistent tape keeps every intermediate of the first "
+            "pass alive while `f` runs again; delete it after the second gradient.",
+            "https://github.com/sql-machine-learning/elasticdl/issues/1144"),
+        Reported("two gradients from an ordinary tape", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape() as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "An ordinary tape allows one `gradient` call, so asking for `dpenalty_dx` raises; open it with "
+            "`persistent=True` as step 1 asks.", TF + "46487"),
+        Reported("the variable rebound instead of updated", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+    dloss_dx = tape.gradient(loss, x)
+    dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x = x - lr * (dloss_dx + dpenalty_dx)
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "`x = x - ...` makes a new tensor and leaves the caller's variable unchanged, so no step is taken on "
+            "it; use `x.assign_sub(lr * (dloss_dx + dpenalty_dx))`.", TF + "6278"),
+        Reported("the gradients asked inside the block", '''
+def two_gradients_and_release(f, x, lr):
+    with tf.GradientTape(persistent=True) as tape:
+        loss, penalty = f(x)
+        dloss_dx = tape.gradient(loss, x)
+        dpenalty_dx = tape.gradient(penalty, x)
+    del tape
+    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    new_loss, _ = f(x)
+    return [dloss_dx, dpenalty_dx, new_loss]
+''', "The two `gradient` calls are inside the `with` block, which the exercise's rule forbids (the tape then "
+            "records the backward pass too); call them after the block.", TF + "41510"),
+    ],
+    "ex4_3_answer": [
+        Reported("the first gradient taken outside the outer tape", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+    dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', "`inner.gradient` runs after the outer block closed, so the outer tape never recorded how `dy_dx` is "
+            "computed and the second derivative is None; indent that line into the outer block.", TF + "41510"),
+        Reported("one persistent tape, gradient inside its block", '''
+def second_derivative(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+        dy_dx = tape.gradient(y, x)
+    d2y_dx2 = tape.gradient(dy_dx, x)
+    del tape
+    return d2y_dx2
+''', "The value is right, but the exercise asks for two nested tapes, one per order, not one persistent tape "
+            "that differentiates inside its own block: put an inner tape for `dy_dx` inside an outer one.",
+            TF + "41510"),
+        Reported("a constant point never watched", '''
+def second_derivative(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', "`x` is a constant that neither tape watches, so the first derivative is already None; make it a "
+            "`tf.Variable` or watch it on both tapes.", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+        Reported("watched on the outer tape only", '''
+def second_derivative(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            y = f(x)
+        dy_dx = inner.gradient(y, x)
+    return outer.gradient(dy_dx, x)
+''', "Each tape watches for itself: the inner tape never watched `x`, so `dy_dx` is None and so is the "
+            "second derivative; add `inner.watch(x)` too.", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
+    ],
+    "ex4_4_answer": [
+        Reported("the point made a constant, never watched", '''
+def hessian(f, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.jacobian(g, x)
+''', "`tf.constant(x)` is not watched by either tape, so the gradient and the Hessian are None; use "
+            "`x = tf.Variable(x)` (or watch it on both tapes).", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+        Reported("the outer call is gradient, not jacobian", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.gradient(g, x)
+''', "`outer.gradient(g, x)` differentiates the sum of the gradient's entries, giving the Hessian's row sums, "
+            "a vector of n; `outer.jacobian(g, x)` gives the n × n matrix.", TF + "38428"),
+        Reported("one persistent tape, gradient after its block", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        y = f(x)
+    g = tape.gradient(y, x)
+    h = tape.jacobian(g, x)
+    del tape
+    return h
+''', "The first gradient is computed after the block, so no tape records it, and its Jacobian is None; the "
+            "exercise asks for nested tapes, the inner `gradient` inside the outer block.", TF + "45234"),
+        Reported("batch_jacobian on a 1-D gradient", '''
+def hessian(f, x):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            y = f(x)
+        g = inner.gradient(y, x)
+    return outer.batch_jacobian(g, x)
+''', "`batch_jacobian` treats the first axis as a batch of independent examples and needs rank-2 inputs; "
+            "`x` is one 1-D point, so use `outer.jacobian(g, x)`.", TF + "38428"),
+    ],
+}

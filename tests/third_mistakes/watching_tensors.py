@@ -1,0 +1,153 @@
+"""Third-catalogue mistakes for 03_watching_tensors (tests/third_mistakes/__init__.py)."""
+from answers import Reported
+
+TF = "https://github.com/tensorflow/tensorflow/issues/"
+
+MISTAKES = {
+    "ex3_1_answer": [
+        Reported("y computed before the tape, never watched", '''
+def intermediate_gradient(x):
+    y = x * x
+    with tf.GradientTape() as tape:
+        z = y * y
+    return tape.gradient(z, y)
+''', "`y` is a tensor computed before the tape opened, and nothing watches it, so dz/dy is None; open the "
+            "tape first, watch `x` (or `y`), and compute both inside.", TF + "29942"),
+        Reported("y watched after z was computed", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        y = x * x
+        z = y * y
+        tape.watch(y)
+    return tape.gradient(z, y)
+''', "`tape.watch(y)` comes after `z` was computed from `y`, so the multiplication was not recorded against "
+            "`y` and the gradient is None; watch `x` first thing in the block.", TF + "41510"),
+        Reported("z recomputed from x instead of from y", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = (x * x) * (x * x)
+    return tape.gradient(z, y)
+''', "`z` is computed from new products of `x`, not from the tensor `y`, so `z` does not depend on `y` and "
+            "the gradient is None; write `z = y * y`.", TF + "24849"),
+        Reported("dz/dy as dz/dx over dy/dx from one tape", '''
+def intermediate_gradient(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * y
+    return tape.gradient(z, x) / tape.gradient(y, x)
+''', "An ordinary tape answers one `gradient` call and is then released, so the second call raises; the "
+            "tape can give dz/dy directly: `tape.gradient(z, y)`.", TF + "46487"),
+    ],
+    "ex3_2_answer": [
+        Reported("the NumPy array watched as it is", '''
+def input_saliency(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tf.abs(tape.gradient(y, x))
+''', "`x` is a NumPy array, and a tape can only watch tensors, so `tape.watch(x)` raises; convert it first "
+            "with `x = tf.constant(x)`.", "https://github.com/PAIR-code/saliency/issues/88"),
+        Reported("the signed gradient returned", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x)
+''', "Saliency is the magnitude |d output / d x|; the gradient is returned with its signs. Wrap it in `tf.abs`.",
+            "https://github.com/keras-team/keras/issues/6247"),
+        Reported("model.predict inside the tape", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model.predict(x, verbose=0)
+    return tf.abs(tape.gradient(y, x))
+''', "`model.predict` runs its own loop and returns a NumPy array, outside what the tape records, so the "
+            "gradient is None (and `tf.abs` of it fails); call the model directly, `model(x)`.",
+            "https://github.com/PAIR-code/saliency/issues/88"),
+        Reported("the output averaged over the batch", '''
+def input_saliency(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_mean(model(x))
+    return tf.abs(tape.gradient(y, x))
+''', "Averaging the outputs over the batch divides every example's gradient by the batch size; each output "
+            "depends on its own row, so differentiate `model(x)` itself.", TF + "25476"),
+    ],
+    "ex3_3_answer": [
+        Reported("the default tape, which also watches the weights", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "A default tape watches every trainable variable it touches, so `watched_variables()` lists the model's "
+            "weights; open it with `watch_accessed_variables=False`.", "https://github.com/tensorflow/probability/issues/695"),
+        Reported("nothing watched at all", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "With `watch_accessed_variables=False` the tape records only what you watch, and `x` is never watched, "
+            "so the gradient is None; add `tape.watch(x)` before calling the model.",
+            "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+        Reported("the input turned into a variable and watched", '''
+def input_only_gradient(model, x):
+    x = tf.Variable(x)
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "Wrapping `x` in a `tf.Variable` makes `watched_variables()` list that variable, so it is not empty as "
+            "asked; watch the constant tensor `x` itself.", "https://github.com/tensorflow/probability/issues/695"),
+        Reported("the model called in the gradient call, after the block", '''
+def input_only_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+    return tape.gradient(model(x), x), tape.watched_variables()
+''', "`model(x)` runs as the argument of `tape.gradient`, after the block closed, so nothing was recorded and "
+            "the gradient is None; compute `y = model(x)` inside the block.", TF + "27660"),
+    ],
+    "ex3_4_answer": [
+        Reported("the full Jacobian over the whole batch", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.jacobian(y, x)
+''', "`tape.jacobian` differentiates every output of every example with respect to every input of every "
+            "example, shape (batch, outputs, batch, inputs), mostly zeros; `tape.batch_jacobian(y, x)` keeps the "
+            "per-example blocks.", "https://github.com/pytorch/pytorch/issues/37129"),
+        Reported("gradient, which sums the outputs", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x)
+''', "`tape.gradient` of a non-scalar target differentiates the sum of its outputs, giving one row per example, "
+            "shape (batch, inputs); the task wants one row per output: `tape.batch_jacobian(y, x)`.", TF + "4897"),
+        Reported("batch_jacobian of an unwatched constant", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape() as tape:
+        y = model(x)
+    return tape.batch_jacobian(y, x)
+''', "`x` is a constant and was never watched, so the tape has no path from `x` to `y` and the result is "
+            "None; call `tape.watch(x)` before the model.", TF + "50661"),
+        Reported("one jacobian per example, slices taken after the block", '''
+def per_example_jacobian(model, x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = model(x)
+    result = tf.stack([tape.jacobian(y[i], x[i]) for i in range(x.shape[0])])
+    del tape
+    return result
+''', "`y[i]` and `x[i]` are sliced after the block, so the tape never saw them: `x[i]` is a new tensor that "
+            "`y[i]` does not depend on, and each Jacobian is None. `tape.batch_jacobian(y, x)` is this loop done right.",
+            TF + "54347"),
+    ],
+}
