@@ -209,7 +209,7 @@ def test_xla_rewriting_away_an_overflow_is_reported_as_a_disagreement(line_of):
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_fit_step_with_a_poisoned_batch_names_the_data_and_leaves_the_model(jit_compile):
+def test_fit_step_with_a_poisoned_batch_names_the_data_and_leaves_the_model(jit_compile, keras_may_compile_with_xla):
     """Does diagnose_fit_step on a compiled model name the NaN in the batch, agree with the compiled run, and
     leave weights, optimizer and metrics as they were?"""
     model = small_model()

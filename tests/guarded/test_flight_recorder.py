@@ -46,7 +46,7 @@ def fit_with_recorder(tmp_path, xs, jit_compile=False, **kwargs):
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_fit_with_a_poisoned_batch_saves_the_step_and_its_diagnosis(tmp_path, jit_compile):
+def test_fit_with_a_poisoned_batch_saves_the_step_and_its_diagnosis(tmp_path, jit_compile, keras_may_compile_with_xla):
     """Under fit (compiled, XLA or not), is the refused step saved with its batch and weights, does its log
     record name the op where the NaN entered, and does the saved step replay to the same NaN?"""
     _, _, records = fit_with_recorder(tmp_path, poisoned(), jit_compile=jit_compile)
