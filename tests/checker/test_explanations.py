@@ -31,3 +31,22 @@ def test_loss_fed_to_the_compiled_metrics_is_explained():
     why = error_cause(raised.value)
     assert why is not None and why.cause == "metric-fed-loss"
     assert "update_state(y, y_pred)" in why.text
+
+
+def _target_from_the_float(x):
+    xv = tf.Variable(x)
+    with tf.GradientTape() as tape:
+        y = 3 * x**3 - 2 * x**2 + x  # from the float `x`, not from `xv`
+    return tape.gradient(y, xv)
+
+
+@pytest.mark.parametrize("x", [2.0, 1.0, 3.0, -1.0, 0.5])
+def test_a_python_number_as_target_is_explained_whatever_its_value(x):
+    """TensorFlow fails on a Python float target in several ways, by its value (no `_id`, no `dtype`, no DType
+    for it): each is traced to the code fact that the target was computed without the source."""
+    from tapelab.checker.code_facts import CodeFacts
+
+    with pytest.raises((AttributeError, TypeError)) as raised:
+        _target_from_the_float(x)
+    why = error_cause(raised.value, CodeFacts.of(_target_from_the_float))
+    assert why is not None and why.cause == "not-connected", (str(raised.value), why)

@@ -295,8 +295,8 @@ def _numpy_reached_tape(facts: CodeFacts, text: str) -> Explanation:
 
 
 def _what_reached(text: str) -> str:
-    kind = re.search(r"'([\w.]+)' object has no attribute '_id'", text)
-    name = kind.group(1) if kind else ""
+    kind = re.search(r"'([\w.]+)' object has no attribute '(?:_id|dtype)'", text)
+    name = kind.group(1) if kind else "float" if "to a TensorFlow DType" in text else ""
     return ("A Python number" if name in ("float", "int") else "A NumPy value" if name.startswith("numpy")
             else f"A `{name}`" if name else "A value that is not a tensor")
 
@@ -372,6 +372,9 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
         return _second_use(facts)
     if "has no attribute '_id'" in text:
         return _numpy_reached_tape(facts, text)
+    if re.search(r"'(float|int)' object has no attribute 'dtype'|Cannot convert the argument `type_value`: \S+ to a "
+                 r"TensorFlow DType", text):  # how a Python number as a gradient's target fails, by its value
+        return _plain_value_in_gradient(facts, text)
     if isinstance(error, (NameError, UnboundLocalError)) and facts.found:
         return _after_del(error, facts)
     if "None values not supported" in text and facts.found:
