@@ -98,7 +98,12 @@ def notebook_exercises(nb: NotebookNode) -> dict:
 
 def pin(nb: NotebookNode, salt: str, student: str, exercises: dict) -> None:
     """Make each graded test cell check `student`'s variants: `exercises` maps a name ("ex1_2") to its checker;
-    a call of one that varies gets `seed=`, and its `expected=` (the hidden cases' values) those of the variant."""
+    a call of one that varies gets `seed=`, and its `expected=` (the hidden cases' values) those of the variant.
+    The setup cell's `course_variants` call names the student too, so the feedback shows their own numbers."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("id") == "setup":
+            cell.source = re.sub(r"^(course_variants\(.*?)\)(?=  #|$)", lambda m: f"{m[1]}, student={student!r})",
+                                 cell.source, flags=re.M)
     for cell in exercise_tests(nb):
         try:
             tree = ast.parse(cell.source)

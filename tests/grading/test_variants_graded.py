@@ -2,17 +2,22 @@
 numbers, and `tapelab grade` checks each submission against the variant of the student whose folder holds it,
 visible and hidden cases alike, whatever the notebook claims.
 """
+import json
 import stat
+import subprocess
+import sys
 
 import nbformat
 import pytest
 
-from answers import reference_answers
-from grade_fixtures import BASIC, by_student, cell_scores, fill, load_report, run_grade, write
+from answers import mistakes, reference_answers
+from grade_fixtures import BASIC, by_student, cell_scores, fill, load_report, outputs_text, run_grade, write
 from tapelab.checker.variants import course_variants, seed_for
 from tapelab.exercises.basic_tape import ex1_1, ex1_2, ex1_3, ex1_4
+from tapelab.cli.graded_course import standings_of
+from tapelab.grading.insight import copies
 from tapelab.paths import SOLUTIONS
-from tapelab.release import ReleaseError, prepare_course, variants_salt
+from tapelab.release import ReleaseError, nbgrader_env, prepare_course, variants_salt
 from tapelab.release_variants import KEY_FILE, course_salt, pin, variants_setup_cell
 from tapelab_answers import answer
 
@@ -102,25 +107,68 @@ def test_setup_cell_import_stays_sorted():
     assert lines[-1].startswith('course_variants("abc", ex1_1, ex1_2)')
 
 
-def test_each_submission_is_graded_against_its_folders_student(course, tmp_path):
-    """ann hands in her own variant's answers, bob hands in a copy of ann's notebook: ann gets full marks, bob
-    fails exactly the exercises whose numbers differ from hers, though his notebook is ann's, byte for byte."""
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    """ann hands in her own answers, bob a copy of ann's notebook; cat her own answers with a catalogued mistake in
+    1.1 and 1.4, dan a copy of cat's notebook with the names changed. One `tapelab grade` run."""
     salt = variants_salt(course)
+    inbox = tmp_path_factory.mktemp("inbox")
     ann = fill(course, BASIC, _own_answers(salt, "ann"))
-    inbox = tmp_path / "inbox"
-    write(ann, inbox / "ann" / f"{BASIC}.ipynb")
-    write(ann, inbox / "bob" / f"{BASIC}.ipynb")
-    result = run_grade(inbox, course, "--jobs", "1", report=tmp_path / "report.json")
+    wrong = {f"ex{n}_answer": mistakes(BASIC, seed_for(salt, "cat", n.replace("_", ".")))[f"ex{n}_answer"][0].code
+             for n in ("1_1", "1_4")}
+    cat = fill(course, BASIC, {**_own_answers(salt, "cat"), **wrong})
+    dan = fill(course, BASIC, {**_own_answers(salt, "cat"), **{k: v.replace("tape", "t")
+                                                               for k, v in wrong.items()}})
+    for student, nb in (("ann", ann), ("bob", ann), ("cat", cat), ("dan", dan)):
+        write(nb, inbox / student / f"{BASIC}.ipynb")
+    result = run_grade(inbox, course, "--jobs", "1", report=inbox.parent / "report.json")
     assert result.returncode in (0, 1), result.stderr[-3000:]
-    report = load_report(tmp_path / "report.json")
+    return salt, load_report(inbox.parent / "report.json")
+
+
+def test_each_submission_is_graded_against_its_folders_student(course, graded):
+    """ann gets full marks; bob, whose notebook is ann's byte for byte, fails exactly the exercises whose numbers
+    differ from hers."""
+    salt, report = graded
     entry = by_student(report, "ann")
     assert entry["score"] == entry["max_score"], entry
+    assert "Your own numbers, bob" in outputs_text(course, "bob")  # the setup cell names the folder's student
     scores = cell_scores(course, "bob")
     for checker in VARYING:
-        differ = checker.space.variant(seed_for(salt, "ann", checker.number)).values != \
-            checker.space.variant(seed_for(salt, "bob", checker.number)).values
-        assert (scores[f"ex{checker.number.replace('.', '_')}_test"] == 0) == differ, (checker.number, scores)
+        assert (scores[f"ex{checker.number.replace('.', '_')}_test"] == 0) == _differ(salt, checker, "ann", "bob"), \
+            (checker.number, scores)
     assert scores["ex1_4_test"] > 0, scores
+
+
+def _differ(salt: str, checker, one: str, other: str) -> bool:
+    return (checker.space.variant(seed_for(salt, one, checker.number)).values
+            != checker.space.variant(seed_for(salt, other, checker.number)).values)
+
+
+def test_the_copies_report_states_what_matched(course, graded):
+    """`tapelab copies` names bob's answers as those ann passed her variant with, and cat and dan's wrong
+    answers as the same code; on the class without the copies (ann and cat) it finds nothing."""
+    salt, _ = graded
+    out = subprocess.run([sys.executable, "-m", "tapelab.cli", "copies", "--course", str(course)],
+                         capture_output=True, text=True, env=nbgrader_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    findings = json.loads((course / "insight" / "copies.json").read_text())
+    foreign = {(f["students"][0], f["exercise"]): f["students"][1:] for f in findings
+               if f["kind"] == "another student's variant"}
+    planted = {(copier, c.number): source for copier, source in (("bob", "ann"), ("dan", "cat")) for c in VARYING
+               if _differ(salt, c, source, copier) and not (source == "cat" and c is ex1_1)}  # cat's 1.1 is wrong
+    assert set(foreign) == set(planted), findings
+    assert all(planted[key] in owners for key, owners in foreign.items()), findings
+    same = {f["exercise"]: f["students"] for f in findings if f["kind"] == "the same wrong answer"}
+    assert same["1.1"] == same["1.4"] == ["cat", "dan"], findings
+    # bob and dan hand in the same wrong code too where ann and cat drew the same numbers: both copied it
+    assert all(who == ["bob", "dan"] for n, who in same.items() if n not in ("1.1", "1.4")), findings
+    assert "bob" in out.stdout and "not a verdict" in out.stdout
+    root, db_url, rows = standings_of(course)
+    apart = [r for r in rows if r.student in ("ann", "cat")]
+    variants = {(r.student, c.number): c.space.variant(seed_for(salt, r.student, c.number)).values
+                for r in apart for c in VARYING}
+    assert copies.find(root, db_url, apart, variants) == []
 
 
 def test_environment_names_the_student(monkeypatch, capsys):

@@ -27,6 +27,7 @@ VERBS = {
     "insight": ("insight", "class report: scores, completion, named mistakes per exercise (HTML, CSV, JSON)"),
     "export": ("export", "grades for an LMS: Canvas import CSV, Gradescope results.json, long CSV"),
     "review": ("review", "every student's answer to one exercise, grouped by cause code"),
+    "copies": ("copies", "answers that match another student's: their variant, or the same wrong code (facts)"),
 }
 
 

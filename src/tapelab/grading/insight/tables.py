@@ -41,7 +41,7 @@ from tapelab.grading.records import LOG_FILE, atomic_write_text
 from tapelab.grading.grades.cells import cell_grades, classify
 from tapelab.grading.grades.standings import Standing, csv_value, distribution
 
-__all__ = ["INSIGHT_DIR", "OUTCOMES", "build", "write", "example_code"]
+__all__ = ["INSIGHT_DIR", "OUTCOMES", "build", "write", "example_code", "read_attempts_of"]
 
 INSIGHT_DIR = "insight"
 # What a student's test cell ended as, in the order the report shows them.
@@ -93,7 +93,7 @@ def _share(count: int, whole: int) -> float | None:
     return round(count / whole, 4) if whole else None
 
 
-def _read_attempts(root: Path, rows: list[Standing]) -> dict[tuple, attempts_.Attempt]:
+def read_attempts_of(root: Path, rows: list[Standing]) -> dict[tuple, attempts_.Attempt]:
     cache: dict = {}
     return {(row.student, row.assignment, row.notebook, gid): attempt for row in rows if row.submitted
             for gid, attempt in attempts_.read_submission(root, row.student, row.assignment, row.notebook,
@@ -194,7 +194,7 @@ def build(root: Path, db_url: str, rows: list[Standing], names: bool = False, pr
 
     cells, grades = cell_grades(db_url)
     late = lateness.lateness(db_url, course_config(root))
-    seen = _read_attempts(root, rows)
+    seen = read_attempts_of(root, rows)
     students = sorted({r.student for r in rows})
     labels = _labels(students, names)
     people = {r.student: [r.student, r.first_name or "", r.last_name or ""] for r in rows}
