@@ -7,7 +7,7 @@ MISTAKES = {
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     grads = tape.gradient(loss, model.trainable_variables)
     return [-g for g in grads]
 ''', "sign-flipped", "You return `[-g for g in grads]`, the descent direction, not the gradient: the task asks for "
@@ -16,15 +16,15 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) / len(x)
+        loss = ${wt}loss_fn(y, preds) / len(x)
     return tape.gradient(loss, model.trainable_variables)
-''', "constant-factor", "A Keras loss already averages over the batch, so `loss_fn(y, preds) / len(x)` divides every "
-            "gradient by the batch size a second time; differentiate `loss_fn(y, preds)` as it is."),
+''', "constant-factor", "A Keras loss already averages over the batch, so `${wt}loss_fn(y, preds) / len(x)` divides every "
+            "gradient by the batch size a second time; differentiate `${wt}loss_fn(y, preds)` as it is."),
         Fresh("one gradient call per variable on a non-persistent tape", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return [tape.gradient(loss, v) for v in model.trainable_variables]
 ''', "tape-used-twice", "Your list comprehension calls `tape.gradient` once per variable, but a non-persistent tape "
             "allows one call: pass the whole list, `tape.gradient(loss, model.trainable_variables)`."),
@@ -32,7 +32,7 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model.predict(x, verbose=0)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', ("predict-in-tape", "numpy-in-path"), "`model.predict` returns a NumPy array (and runs in inference mode), so "
             "the tape records nothing from the weights to `loss` and every gradient is None; call "
@@ -42,26 +42,26 @@ def model_gradients(model, loss_fn, x, y):
         Fresh("first gradient used for every variable", '''
 def manual_sgd_step(variables, grads, lr):
     for i, v in enumerate(variables):
-        v.assign_sub(lr * grads[0])
+        v.assign_sub(lr * $grad_first)
 ''', "first-source-only", "You index `grads[0]` inside the loop, so every variable is moved by the first variable's "
             "gradient; use `grads[i]` (or `zip(variables, grads)`) so each variable gets its own."),
         Fresh("learning rate made a float64 tensor", '''
 def manual_sgd_step(variables, grads, lr):
     lr = tf.constant(lr, dtype=tf.float64)
     for v, g in zip(variables, grads):
-        v.assign_sub(lr * g)
+        v.assign_sub(lr * $grad)
 ''', "dtype-clash", "`tf.constant(lr, dtype=tf.float64)` cannot be multiplied by the float32 gradients; leave `lr` "
             "a Python number, which takes the gradient's dtype."),
         Fresh("new values written into the list", '''
 def manual_sgd_step(variables, grads, lr):
     for i in range(len(variables)):
-        variables[i] = variables[i] - lr * grads[i]
-''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * grads[i]` replaces the list entry with a new tensor "
-            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * grads[i])`."),
+        variables[i] = variables[i] - lr * $gradi
+''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * $gradi` replaces the list entry with a new tensor "
+            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * $gradi)`."),
         Fresh("assign_sub dedented out of the loop", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        update = lr * g
+        update = lr * $grad
     v.assign_sub(update)
 ''', "no-update", "Your `v.assign_sub(update)` sits after the loop, so only the last variable is updated and all the "
             "others never change; indent it into the loop body."),

@@ -7,35 +7,35 @@ MISTAKES = {
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-    loss = loss_fn(y, preds)
+    loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', "compute `loss` inside the `with"),
         Mistake("all variables, not the trainable ones", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.variables)
 ''', "`model.trainable_variables`?"),
         Mistake("loss arguments swapped", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(preds, y)
+        loss = ${wt}loss_fn(preds, y)
     return tape.gradient(loss, model.trainable_variables)
 ''', "`loss_fn(y, preds)`?"),
         Mistake("model called in inference mode", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', "training=True"),
         Mistake("the loss returned instead of its gradients", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     grads = tape.gradient(loss, model.trainable_variables)
     return loss
 ''', "Did you return `loss` instead of"),
@@ -43,7 +43,7 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(preds, model.trainable_variables)
 ''', "Did you pass `preds` to `tape.gradient` instead of `loss`?"),
     ],
@@ -51,26 +51,26 @@ def model_gradients(model, loss_fn, x, y):
         Mistake("rebinds instead of assign_sub", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v = v - lr * g
+        v = v - lr * $grad
 ''', "rebinds the name"),
         Mistake("wrong sign (assign_add)", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_add(lr * g)
+        v.assign_add(lr * $grad)
 ''', "uphill"),
         Mistake("learning rate forgotten", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_sub(g)
+        v.assign_sub($grad)
 ''', "multiply the gradient by `lr`"),
         Mistake("learning rate hard-coded", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_sub(0.1 * g)
+        v.assign_sub(0.1 * $grad)
 ''', "Did you use the `lr` you were given"),
         Mistake("only the first variable updated", '''
 def manual_sgd_step(variables, grads, lr):
-    variables[0].assign_sub(lr * grads[0])
+    variables[0].assign_sub(lr * $grad0)
 ''', "the other variables did not change"),
     ],
     "ex2_3_answer": [

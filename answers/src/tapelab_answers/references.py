@@ -14,15 +14,17 @@ from __future__ import annotations
 __all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps", "two_optimizer_steps"]
 
 
-def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
-    """Exercise 2.1: the gradients of the loss for `model.trainable_variables`, or of a named variant:
-    inference mode (`training=False`), swapped loss arguments, the predictions as the target
-    (`target="preds"`), or the loss value itself (`target="value"`)."""
+def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss", weight=1):
+    """Exercise 2.1: the gradients of the loss (times the variant's `weight`) for `model.trainable_variables`,
+    or of a named wrong answer: inference mode (`training=False`), swapped loss arguments, the predictions as
+    the target (`target="preds"`), or the loss value itself (`target="value"`)."""
     import tensorflow as tf
 
     with tf.GradientTape() as tape:
         preds = model(x, training=training)
         value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
+        if weight != 1:  # the notebook's own loss runs no multiplication
+            value = weight * value
     if target == "value":
         return value.numpy()
     return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]

@@ -16,6 +16,7 @@ from tapelab.exercises.compiled_state import ex2_5
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
+from tapelab.checker.variants import Space, term
 
 __all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "worked_example"]
 
@@ -37,22 +38,38 @@ def _all_close(expected, got) -> bool:
     return all_close(expected, got, _RTOL, _ATOL)
 
 
+def _weighted_loss(values) -> str:
+    """How the task names the loss to differentiate: `loss_fn` itself, or the loss times its weight."""
+    if values["w"] == 1:
+        return "`loss_fn`"
+    return f"the weighted loss `{term(values['w'], 'loss_fn(y, preds)')}` (a loss weight, as Keras' `loss_weights` gives)"
+
+
 class ModelGradients(Exercise):
     number = "2.1"
     answer = "model_gradients"
+    # The loss's weight w: the gradients of w * loss_fn(y, preds) (1 in the notebook's text).
+    space = Space(default={"w": 1}, draws={"w": lambda rng: float(rng.choice([0.2, 0.5, 2, 3, 5]))},
+                  wording={"wt": lambda v: term(v["w"], ""), "loss_text": _weighted_loss})
+    statement = ("Write `model_gradients(model, loss_fn, x, y)` that returns the gradients of ${loss_text} on the "
+                 "batch `(x, y)` with respect to `model.trainable_variables`, as a list in that order. The test "
+                 "calls it on the worked example and on a model with a `BatchNormalization` layer and a loss that "
+                 "is not symmetric in its two arguments, so `training=True` and the order `loss_fn(y, preds)` both "
+                 "matter.")
     visible_cases = ("worked", ("bn", "bce", 3))
     praise = "one tape around the forward pass and the loss gave one gradient per trainable variable."
     hints = (
         "Open a tape, and inside it run the model and the loss: both must be recorded.",
-        "Inside the tape: `preds = model(x, training=True)` then `loss = loss_fn(y, preds)` (targets first).",
+        "Inside the tape: `preds = model(x, training=True)` then `loss = ${wt}loss_fn(y, preds)` (targets first).",
     )
 
     def expectations(self, spec):
         """The gradients of the correct loss, of its named variants, and the loss value itself."""
         build, loss, x, y = _gradient_case(spec)
+        weight = self.variant["w"]
 
         def gradients(**variant):
-            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, **variant)
+            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, weight=weight, **variant)
 
         return {"gradients": gradients(), "inference mode": gradients(training=False),
                 "swapped arguments": gradients(swapped=True), "gradients of preds": gradients(target="preds"),
@@ -104,9 +121,15 @@ class ModelGradients(Exercise):
                         "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
                         "`preds` to `tape.gradient` instead of `loss`?"),
         )
+        weight = self.variant["w"]
+        if weight != 1:
+            alternatives += (Alternative("unweighted loss", [g / weight for g in expected], "constant-factor",
+                                         f"These are the gradients of `loss_fn(y, preds)` without its weight. The "
+                                         f"task asks for those of `{weight:g} * loss_fn(y, preds)`: multiply the "
+                                         "loss by its weight inside the tape, where the tape records it."),)
         problem = wrong_value("model_gradients(...)", expected, list(got), alternatives,
                               "Is each gradient in the order of `model.trainable_variables`, and is the loss "
-                              "`loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
+                              f"`{self.variant['wt']}loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
         if problem:
             raise problem
 
@@ -127,30 +150,55 @@ def _sgd_case(spec):
     return variables, grads, lr
 
 
+def _decayed(g: str, v: str, wd: float) -> str:
+    """The step's direction as code writes it: the gradient `g`, plus `wd` times the variable `v` if wd > 0."""
+    return f"({g} + {wd:g} * {v})" if wd else g
+
+
 class ManualSgdStep(Exercise):
     number = "2.2"
     answer = "manual_sgd_step"
+    # The weight decay wd: each variable moves by lr * (g + wd * v), as SGD(weight_decay=wd) does (0, plain SGD,
+    # in the notebook's text). The worked example's variables are zeros, which no decay moves: the second case's not.
+    space = Space(default={"wd": 0}, draws={"wd": lambda rng: float(rng.choice([0.2, 0.3, 0.5, 0.8]))},
+                  wording={"grad": lambda v: _decayed("g", "v", v["wd"]),
+                           "grad0": lambda v: _decayed("grads[0]", "variables[0]", v["wd"]),
+                           "gradi": lambda v: _decayed("grads[i]", "variables[i]", v["wd"]),
+                           "grad_first": lambda v: _decayed("grads[0]", "v", v["wd"]),
+                           "rule": lambda v: f"v ← v − lr·(g + {v['wd']:g}·v)" if v["wd"] else "v ← v − lr·g",
+                           "sgd": lambda v: "SGD with weight decay" if v["wd"] else "Plain SGD",
+                           "by": lambda v: (f"(its gradient from `grads` plus {v['wd']:g} times the variable "
+                                            "itself: a weight decay)") if v["wd"] else "its gradient from `grads`",
+                           "optimizer": lambda v: (f"keras.optimizers.SGD(learning_rate=lr, weight_decay={v['wd']:g})"
+                                                   if v["wd"] else "keras.optimizers.SGD(learning_rate=lr)")})
+    statement = ("Write `manual_sgd_step(variables, grads, lr)` that updates each variable in the list `variables` in "
+                 "place by minus `lr` times ${by} (same order), using `assign_sub`. It need not return anything. "
+                 "The test compares your variables with what `${optimizer}` does to copies of them, on the worked "
+                 "example and on other variables.")
     visible_cases = ("worked", (3, 0.05))  # a second learning rate: a hard-coded 0.1 fails here
     praise = "your hand-written step moves every variable exactly as `keras.optimizers.SGD` does."
     hints = (
-        "Gradient descent moves each variable a small step against its gradient: v ← v − lr·g.",
+        "Gradient descent moves each variable a small step against its gradient: ${rule}.",
         "Pair each variable with its gradient using `zip(variables, grads)`, and change the variable in place.",
     )
 
     def check_case(self, fn, spec, facts):
         variables, grads, lr = _sgd_case(spec)
+        wd = self.variant["wd"]
         kept = list(variables)  # our own references, whatever the function does to the list
         before = [v.numpy().copy() for v in kept]
         shown = f"{len(kept)} variables, their gradients, lr={lr}"
         self.call(fn, variables, grads, lr, shown=shown)
         copies = [tf.Variable(b) for b in before]
-        keras.optimizers.SGD(learning_rate=lr).apply(grads, copies)
+        (keras.optimizers.SGD(learning_rate=lr, weight_decay=wd) if wd else
+         keras.optimizers.SGD(learning_rate=lr)).apply(grads, copies)
         after = [v.numpy() for v in kept]
         expected = [c.numpy() for c in copies]
+        grad = self.variant["grad"]
         if _all_close(expected, after):
             if facts.found and not (facts.calls_to("assign_sub") or facts.calls_to("assign")):
                 raise Incorrect("Exercise 2.2: your variables end up right, but this exercise is the step by "
-                                "hand. Update each variable with `v.assign_sub(lr * g)` instead of an optimizer.",
+                                f"hand. Update each variable with `v.assign_sub(lr * {grad})` instead of an optimizer.",
                                 cause="optimizer-not-by-hand")
             return
         names = [_short_name(v) for v in kept]
@@ -158,21 +206,22 @@ class ManualSgdStep(Exercise):
         def by_name(values) -> dict:
             return dict(zip(names, values))
 
-        steps = [lr * to_numpy(g) for g in grads]
+        directions = [to_numpy(g) + wd * b if wd else to_numpy(g) for g, b in zip(grads, before)]
+        steps = [lr * d for d in directions]
         in_place = facts.found and any(facts.calls_to(m) for m in ("assign_sub", "assign", "assign_add"))
         unchanged = (Alternative("no update", by_name(before), "no-update",
                                  "The variables did not change. Did you call `assign_sub` on each of them?")
                      if in_place or not facts.found else
                      Alternative("rebound", by_name(before), "replaced-by-tensor",
-                                 "The variables did not change. Did you write `v = v - lr * g`? That rebinds the "
-                                 "name to a new tensor and leaves the variable alone: change it in place with "
-                                 "`v.assign_sub(lr * g)`."))
+                                 f"The variables did not change. Did you write `v = v - lr * {grad}`? That rebinds "
+                                 "the name to a new tensor and leaves the variable alone: change it in place with "
+                                 f"`v.assign_sub(lr * {grad})`."))
         alternatives = (
             unchanged,
             Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
                         "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
-                        "`v.assign_sub(lr * g)`."),
-            Alternative("whole gradient", by_name(b - to_numpy(g) for b, g in zip(before, grads)), "no-learning-rate",
+                        f"`v.assign_sub(lr * {grad})`."),
+            Alternative("whole gradient", by_name(b - d for b, d in zip(before, directions)), "no-learning-rate",
                         "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
             *(Alternative(f"only {names[i]}", by_name(e if k == i else b
                                                       for k, (b, e) in enumerate(zip(before, expected))),
@@ -180,13 +229,26 @@ class ManualSgdStep(Exercise):
                           "update every variable in the list, each with its own gradient?")
               for i in range(len(names)) if len(names) > 1),
         )
+        if wd:
+            plain = [b - lr * to_numpy(g) for b, g in zip(before, grads)]
+            alternatives += (
+                Alternative("no weight decay", by_name(plain), "missing-term", f"Each variable moved by `lr * g` "
+                            f"alone: the weight decay is missing. Subtract `lr * {grad}`, the gradient plus {wd:g} "
+                            "times the variable, scaled by `lr`."),
+                Alternative("decay without lr", by_name(p - wd * b for p, b in zip(plain, before)), "no-learning-rate",
+                            f"The weight decay moved each variable by `{wd:g} * v`, not scaled by `lr`. Multiply the "
+                            f"whole direction by the learning rate: `lr * {grad}`."),
+                Alternative("decay reversed", by_name(p + lr * wd * b for p, b in zip(plain, before)), "sign-flipped",
+                            f"The weight decay pushed each variable away from zero. The decay is added to the "
+                            f"gradient, `lr * {grad}`, so that subtracting it shrinks the variable."),
+            )
         ratio = ratio_of([e - b for e, b in zip(expected, before)], [a - b for a, b in zip(after, before)])
         if ratio is not None:
             alternatives += (Alternative("another step size", by_name(after), "constant-factor",
                                          f"Every variable moved {ratio:.4g} times as far as `lr={lr}` gives. Did you "
                                          "use the `lr` you were given, and no other factor?"),)
         problem = wrong_value("variables", by_name(expected), by_name(after), alternatives,
-                              "Did you subtract `lr * g` from each variable, paired with its own gradient?",
+                              f"Did you subtract `lr * {grad}` from each variable, paired with its own gradient?",
                               _RTOL, _ATOL)
         if problem:
             raise problem
