@@ -73,7 +73,7 @@ def train_step(model, optimizer, loss_fn, x, y):
         preds = model(x, training=True)
         data_loss = loss_fn(y, preds)
         total = data_loss + sum(model.losses)
-    grads = tape.gradient(total, model.trainable_variables)
+    grads = tape.gradient(total, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return data_loss
 ''', "layer-losses-missing", "The update is right, but you return `data_loss`: the task asks for the total loss, "
@@ -83,7 +83,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(zip(grads, model.trainable_variables))
     return loss
 ''', "apply-two-lists", "`optimizer.apply` takes the gradients and the variables as two lists; pairs from `zip` go to "
@@ -93,7 +93,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     sgd = keras.optimizers.SGD(learning_rate=0.1)
     sgd.apply(grads, model.trainable_variables)
     return loss
@@ -104,7 +104,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss

@@ -79,7 +79,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "sum(model.losses)"),
@@ -88,7 +88,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     preds = model(x, training=True)
     with tf.GradientTape() as tape:
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "Every gradient was `None`"),
@@ -97,7 +97,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply_gradients(zip(model.trainable_variables, grads))
     return loss
 ''', "swap the pairs"),
@@ -106,7 +106,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply([-g for g in grads], model.trainable_variables)
     return loss
 ''', "uphill"),
@@ -115,7 +115,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "`model(x, training=True)`"),
@@ -124,7 +124,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply_gradients(grads, model.trainable_variables)
     return loss
 ''', "apply_gradients(zip(grads, variables))"),
@@ -134,7 +134,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + penalty
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "reading it inside the tape"),
@@ -143,7 +143,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
 ''', "Did you forget `return loss`?"),
     ],

@@ -1,18 +1,19 @@
-"""Exercises of notebook 02_model_variables: gradients for a Keras model's variables, a hand-written
-SGD step and the custom training step with layer losses; the training loop over batches (2.4) lives in
-`tapelab.exercises.training_loop` and the compiled running mean (2.5) in `tapelab.exercises.compiled_state`,
-both re-exported here, so the notebook imports all five from one place."""
+"""Exercises of notebook 02_model_variables: gradients for a Keras model's variables and a hand-written
+SGD step; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
+training loop over batches (2.4) in `tapelab.exercises.training_loop` and the compiled running mean (2.5) in
+`tapelab.exercises.compiled_state`, all re-exported here, so the notebook imports all five from one place."""
 from __future__ import annotations
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.wrong_answers import Alternative, because, ratio_of, wrong_value
-from tapelab.checker.compare import agrees, all_close, allclose, fmt_pair, to_numpy
+from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
+from tapelab.checker.compare import agrees, all_close, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.exercises.compiled_state import ex2_5
+from tapelab.exercises.train_step import ex2_3
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
@@ -258,112 +259,5 @@ def _short_name(variable) -> str:
     return short_path(variable) if "/" in getattr(variable, "path", "") else variable.name.split(":")[0]
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 2.3: train_step(model, optimizer, loss_fn, x, y)
-
-def _train_case(spec):
-    """(build_model, make_optimizer, loss name, x, y, steps, label) for a case."""
-    if spec in ("worked", "worked-l2"):
-        x, y = worked_example()
-        regularizer = "kernel" if spec == "worked-l2" else ""
-        return (lambda: dense_model(regularizer=regularizer), lambda: keras.optimizers.SGD(0.1),
-                "mse", x, y, 3, "the worked example" + (" with an L2 kernel regularizer" if regularizer else ""))
-    if spec[0] == "bn":  # BatchNormalization: training=True normalises with the batch's own statistics
-        _, seed, optimizer, steps = spec
-        build, x, y = bn_case("mse", seed)
-        make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
-                    "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
-        return build, make_opt, "mse", x, y, steps, "a Dense-BatchNormalization-Dense model"
-    seed, n_in, n_out, regularizer, optimizer, steps = spec
-    rng = np.random.default_rng(seed)
-    x = tf.constant(rng.normal(size=(6, n_in)), tf.float32)
-    y = tf.constant(rng.normal(size=(6, n_out)), tf.float32)
-    make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
-                "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
-    return (lambda: dense_model(n_in, n_out, regularizer), make_opt, "mse", x, y, steps,
-            f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
-
-
-class TrainStep(Exercise):
-    number = "2.3"
-    answer = "train_step"
-    # Every structure the text names, on inputs of its own: a kernel and an activity regularizer, a
-    # stateful optimizer, and a BatchNormalization layer (training=True matters there).
-    visible_cases = ("worked", "worked-l2", (7, 3, 2, "activity", "adam", 2), ("bn", 12, "sgd", 3))
-    praise = "your step records the forward pass and every loss, and lets the optimizer apply the gradients."
-    hints = (
-        "Four lines: forward pass and loss under a tape, gradients, then the optimizer; return the loss.",
-        "Inside the tape: `preds = model(x, training=True)`, then `loss = loss_fn(y, preds) + sum(model.losses)` "
-        "so a regularizer's penalty is part of what you minimise.",
-    )
-
-    def expectations(self, spec):
-        """The variables after the correct steps and their losses, the data losses alone, and the variables
-        after each named wrong step."""
-        build, make_opt, loss, x, y, steps, _ = _train_case(spec)
-
-        def trained(part, **variant):
-            return lambda refs: refs.train_steps(build(), make_opt(), LOSSES[loss](), x, y, steps, **variant)[part]
-
-        return {"variables": trained(0), "losses": trained(1),
-                "data losses": lambda refs: refs.data_losses(build(), make_opt(), LOSSES[loss](), x, y, steps),
-                "no layer losses": trained(0, layer_losses=False), "inference mode": trained(0, training=False),
-                "uphill": trained(0, sign=-1.0)}
-
-    def check_case(self, fn, spec, facts):
-        build, make_opt, loss, x, y, steps, label = _train_case(spec)
-        model, optimizer = build(), make_opt()
-        shown = "model, optimizer, loss_fn, x, y"
-        returned = []
-        for _ in range(steps):
-            returned.append(self.call(fn, model, optimizer, LOSSES[loss](), x, y, shown=shown).value)
-        want = self.expect(spec)
-        expected, expected_losses = want["variables"], want["losses"]
-        after = [v.numpy() for v in model.trainable_variables]
-        if not _all_close(expected, after):
-            self._explain_variables(build, want, steps, label, expected, after)
-        if any(r is None for r in returned):
-            raise Incorrect("Your variables are right, but `train_step` returned `None`. "
-                            "Did you forget `return loss`?", cause="no-return")
-        try:
-            got_losses = [float(to_numpy(r)) for r in returned]
-        except (TypeError, ValueError):
-            raise Incorrect("Your variables are right, but `train_step` should return the loss as a scalar "
-                            f"tensor, not a `{type(returned[0]).__name__}`.") from None
-        data_only = Alternative("data loss only", want.later("data losses"),
-                                "layer-losses-missing",
-                                "Those are the data losses alone. Return the total you minimised, "
-                                "`loss_fn(y, preds) + sum(model.losses)`.")
-        if not allclose(expected_losses, got_losses, _RTOL, _ATOL):
-            shown, should = fmt_pair(got_losses, expected_losses, _RTOL, _ATOL)
-            says, code = because(expected_losses, got_losses, [data_only],
-                                 "Did you return the loss of this step, computed inside the tape?", _RTOL, _ATOL)
-            raise Incorrect(f"Your variables are right, but the returned losses are {shown}, and should be "
-                            f"{should}. {says}", cause=code)
-
-    def _explain_variables(self, build, want, steps, label, expected, after):
-        alternatives = (
-            Alternative("unchanged", [v.numpy() for v in build().trainable_variables], "no-update",
-                        "The variables never changed. Did you apply the gradients with "
-                        "`optimizer.apply(grads, model.trainable_variables)`?"),
-            Alternative("no layer losses", want.later("no layer losses"), "layer-losses-missing",
-                        "They are what you get without the layer losses: this model has a regularizer. "
-                        "Did you add `sum(model.losses)` to the loss, reading it inside the tape? Read before "
-                        "the `with` block, the penalty is a constant to the tape, and adds no gradient."),
-            Alternative("inference mode", want.later("inference mode"), "inference-mode",
-                        "They are what the model gives in inference mode: its `BatchNormalization` layer then "
-                        "uses its moving statistics instead of the batch's own. Did you call "
-                        "`model(x, training=True)` inside the tape?"),
-            Alternative("uphill", want.later("uphill"), "uphill-step",
-                        "Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
-                        "The optimizer already subtracts them."),
-        )
-        problem = wrong_value("model.trainable_variables", expected, after, alternatives,
-                              "Does each call compute the loss of `model(x, training=True)` under the tape and "
-                              "apply the gradients with the optimizer it was given?", _RTOL, _ATOL)
-        raise Incorrect(f"After {steps} calls on {label}, {problem}", cause=problem.cause)
-
-
 ex2_1 = ModelGradients()
 ex2_2 = ManualSgdStep()
-ex2_3 = TrainStep()
