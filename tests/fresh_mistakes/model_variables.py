@@ -169,9 +169,9 @@ def make_running_mean():
     @tf.function
     def update(value):
         nonlocal total, count
-        total += value
+        total += value$sqr
         count += 1
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "trace-time-state", "`total += value` and `count += 1` are Python statements: they ran once, while `update` "
@@ -181,8 +181,8 @@ def make_running_mean():
     @tf.function
     def update(value):
         mean = keras.metrics.Mean()
-        mean.update_state(value)
-        return mean.result()
+        mean.update_state(value$sqr)
+        return ${sq}mean.result()${sq_end}
 
     return update
 ''', "variable-per-call", "`keras.metrics.Mean()` creates variables, and inside `update` it would create them on "
@@ -195,9 +195,9 @@ running_count = tf.Variable(0.0)
 def make_running_mean():
     @tf.function
     def update(value):
-        running_total.assign_add(value)
+        running_total.assign_add(value$sqr)
         running_count.assign_add(1.0)
-        return running_total / running_count
+        return ${sq}running_total / running_count${sq_end}
 
     return update
 ''', "shared-state", "Your variables live at the top of the cell, so every function `make_running_mean()` makes "
@@ -210,12 +210,12 @@ def make_running_mean():
     @tf.function
     def update(value):
         nonlocal total
-        total = total + value
+        total = total + value$sqr
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', ("trace-time-state", "replaced-by-tensor"), "`total = total + value` rebinds the Python name while tracing, "
-            "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value)`."),
+            "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value$sqr)`."),
     ],
 }

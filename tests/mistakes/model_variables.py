@@ -251,11 +251,11 @@ def make_running_mean():
 
     @tf.function
     def update(value):
-        values.append(value)
-        return tf.add_n(values) / len(values)
+        values.append(value$sqr)
+        return ${sq}tf.add_n(values) / len(values)${sq_end}
 
     return update
-''', "Each call returned the value it was given"),
+''', "Each call returned $of_value"),
         Mistake("a Python counter beside a variable total", '''
 def make_running_mean():
     total = tf.Variable(0.0)
@@ -265,8 +265,8 @@ def make_running_mean():
     def update(value):
         nonlocal count
         count += 1
-        total.assign_add(value)
-        return total / count
+        total.assign_add(value$sqr)
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "the count you divide by stayed at 1"),
@@ -276,9 +276,9 @@ def make_running_mean():
     def update(value):
         total = tf.Variable(0.0)
         count = tf.Variable(0.0)
-        total.assign_add(value)
+        total.assign_add(value$sqr)
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "Create it once, outside the compiled function"),
@@ -290,9 +290,9 @@ count = tf.Variable(0.0)
 def make_running_mean():
     @tf.function
     def update(value):
-        total.assign_add(value)
+        total.assign_add(value$sqr)
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "they share one total and count"),
@@ -301,8 +301,8 @@ def make_running_mean():
     values = []
 
     def update(value):
-        values.append(value)
-        return tf.add_n(values) / len(values)
+        values.append(value$sqr)
+        return ${sq}tf.add_n(values) / len(values)${sq_end}
 
     return update
 ''', "Decorate the function it returns with `@tf.function`"),
