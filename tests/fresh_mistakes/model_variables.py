@@ -7,7 +7,7 @@ MISTAKES = {
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     grads = tape.gradient(loss, model.trainable_variables)
     return [-g for g in grads]
 ''', "sign-flipped", "You return `[-g for g in grads]`, the descent direction, not the gradient: the task asks for "
@@ -16,15 +16,15 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) / len(x)
+        loss = ${wt}loss_fn(y, preds) / len(x)
     return tape.gradient(loss, model.trainable_variables)
-''', "constant-factor", "A Keras loss already averages over the batch, so `loss_fn(y, preds) / len(x)` divides every "
-            "gradient by the batch size a second time; differentiate `loss_fn(y, preds)` as it is."),
+''', "constant-factor", "A Keras loss already averages over the batch, so `${wt}loss_fn(y, preds) / len(x)` divides every "
+            "gradient by the batch size a second time; differentiate `${wt}loss_fn(y, preds)` as it is."),
         Fresh("one gradient call per variable on a non-persistent tape", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return [tape.gradient(loss, v) for v in model.trainable_variables]
 ''', "tape-used-twice", "Your list comprehension calls `tape.gradient` once per variable, but a non-persistent tape "
             "allows one call: pass the whole list, `tape.gradient(loss, model.trainable_variables)`."),
@@ -32,7 +32,7 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model.predict(x, verbose=0)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', ("predict-in-tape", "numpy-in-path"), "`model.predict` returns a NumPy array (and runs in inference mode), so "
             "the tape records nothing from the weights to `loss` and every gradient is None; call "
@@ -42,26 +42,26 @@ def model_gradients(model, loss_fn, x, y):
         Fresh("first gradient used for every variable", '''
 def manual_sgd_step(variables, grads, lr):
     for i, v in enumerate(variables):
-        v.assign_sub(lr * grads[0])
+        v.assign_sub(lr * $grad_first)
 ''', "first-source-only", "You index `grads[0]` inside the loop, so every variable is moved by the first variable's "
             "gradient; use `grads[i]` (or `zip(variables, grads)`) so each variable gets its own."),
         Fresh("learning rate made a float64 tensor", '''
 def manual_sgd_step(variables, grads, lr):
     lr = tf.constant(lr, dtype=tf.float64)
     for v, g in zip(variables, grads):
-        v.assign_sub(lr * g)
+        v.assign_sub(lr * $grad)
 ''', "dtype-clash", "`tf.constant(lr, dtype=tf.float64)` cannot be multiplied by the float32 gradients; leave `lr` "
             "a Python number, which takes the gradient's dtype."),
         Fresh("new values written into the list", '''
 def manual_sgd_step(variables, grads, lr):
     for i in range(len(variables)):
-        variables[i] = variables[i] - lr * grads[i]
-''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * grads[i]` replaces the list entry with a new tensor "
-            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * grads[i])`."),
+        variables[i] = variables[i] - lr * $gradi
+''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * $gradi` replaces the list entry with a new tensor "
+            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * $gradi)`."),
         Fresh("assign_sub dedented out of the loop", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        update = lr * g
+        update = lr * $grad
     v.assign_sub(update)
 ''', "no-update", "Your `v.assign_sub(update)` sits after the loop, so only the last variable is updated and all the "
             "others never change; indent it into the loop body."),
@@ -73,7 +73,7 @@ def train_step(model, optimizer, loss_fn, x, y):
         preds = model(x, training=True)
         data_loss = loss_fn(y, preds)
         total = data_loss + sum(model.losses)
-    grads = tape.gradient(total, model.trainable_variables)
+    grads = tape.gradient(total, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return data_loss
 ''', "layer-losses-missing", "The update is right, but you return `data_loss`: the task asks for the total loss, "
@@ -83,7 +83,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(zip(grads, model.trainable_variables))
     return loss
 ''', "apply-two-lists", "`optimizer.apply` takes the gradients and the variables as two lists; pairs from `zip` go to "
@@ -93,7 +93,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     sgd = keras.optimizers.SGD(learning_rate=0.1)
     sgd.apply(grads, model.trainable_variables)
     return loss
@@ -104,7 +104,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
@@ -169,9 +169,9 @@ def make_running_mean():
     @tf.function
     def update(value):
         nonlocal total, count
-        total += value
+        total += value$sqr
         count += 1
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "trace-time-state", "`total += value` and `count += 1` are Python statements: they ran once, while `update` "
@@ -181,8 +181,8 @@ def make_running_mean():
     @tf.function
     def update(value):
         mean = keras.metrics.Mean()
-        mean.update_state(value)
-        return mean.result()
+        mean.update_state(value$sqr)
+        return ${sq}mean.result()${sq_end}
 
     return update
 ''', "variable-per-call", "`keras.metrics.Mean()` creates variables, and inside `update` it would create them on "
@@ -195,9 +195,9 @@ running_count = tf.Variable(0.0)
 def make_running_mean():
     @tf.function
     def update(value):
-        running_total.assign_add(value)
+        running_total.assign_add(value$sqr)
         running_count.assign_add(1.0)
-        return running_total / running_count
+        return ${sq}running_total / running_count${sq_end}
 
     return update
 ''', "shared-state", "Your variables live at the top of the cell, so every function `make_running_mean()` makes "
@@ -210,12 +210,12 @@ def make_running_mean():
     @tf.function
     def update(value):
         nonlocal total
-        total = total + value
+        total = total + value$sqr
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', ("trace-time-state", "replaced-by-tensor"), "`total = total + value` rebinds the Python name while tracing, "
-            "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value)`."),
+            "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value$sqr)`."),
     ],
 }

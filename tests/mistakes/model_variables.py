@@ -7,35 +7,35 @@ MISTAKES = {
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-    loss = loss_fn(y, preds)
+    loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', "compute `loss` inside the `with"),
         Mistake("all variables, not the trainable ones", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.variables)
 ''', "`model.trainable_variables`?"),
         Mistake("loss arguments swapped", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(preds, y)
+        loss = ${wt}loss_fn(preds, y)
     return tape.gradient(loss, model.trainable_variables)
 ''', "`loss_fn(y, preds)`?"),
         Mistake("model called in inference mode", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(loss, model.trainable_variables)
 ''', "training=True"),
         Mistake("the loss returned instead of its gradients", '''
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     grads = tape.gradient(loss, model.trainable_variables)
     return loss
 ''', "Did you return `loss` instead of"),
@@ -43,7 +43,7 @@ def model_gradients(model, loss_fn, x, y):
 def model_gradients(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        loss = ${wt}loss_fn(y, preds)
     return tape.gradient(preds, model.trainable_variables)
 ''', "Did you pass `preds` to `tape.gradient` instead of `loss`?"),
     ],
@@ -51,26 +51,26 @@ def model_gradients(model, loss_fn, x, y):
         Mistake("rebinds instead of assign_sub", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v = v - lr * g
+        v = v - lr * $grad
 ''', "rebinds the name"),
         Mistake("wrong sign (assign_add)", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_add(lr * g)
+        v.assign_add(lr * $grad)
 ''', "uphill"),
         Mistake("learning rate forgotten", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_sub(g)
+        v.assign_sub($grad)
 ''', "multiply the gradient by `lr`"),
         Mistake("learning rate hard-coded", '''
 def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
-        v.assign_sub(0.1 * g)
+        v.assign_sub(0.1 * $grad)
 ''', "Did you use the `lr` you were given"),
         Mistake("only the first variable updated", '''
 def manual_sgd_step(variables, grads, lr):
-    variables[0].assign_sub(lr * grads[0])
+    variables[0].assign_sub(lr * $grad0)
 ''', "the other variables did not change"),
     ],
     "ex2_3_answer": [
@@ -79,7 +79,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "sum(model.losses)"),
@@ -88,7 +88,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     preds = model(x, training=True)
     with tf.GradientTape() as tape:
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "Every gradient was `None`"),
@@ -97,7 +97,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply_gradients(zip(model.trainable_variables, grads))
     return loss
 ''', "swap the pairs"),
@@ -106,7 +106,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply([-g for g in grads], model.trainable_variables)
     return loss
 ''', "uphill"),
@@ -115,7 +115,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "`model(x, training=True)`"),
@@ -124,7 +124,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply_gradients(grads, model.trainable_variables)
     return loss
 ''', "apply_gradients(zip(grads, variables))"),
@@ -134,7 +134,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + penalty
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "reading it inside the tape"),
@@ -143,7 +143,7 @@ def train_step(model, optimizer, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, model.trainable_variables)$clip
     optimizer.apply(grads, model.trainable_variables)
 ''', "Did you forget `return loss`?"),
     ],
@@ -251,11 +251,11 @@ def make_running_mean():
 
     @tf.function
     def update(value):
-        values.append(value)
-        return tf.add_n(values) / len(values)
+        values.append(value$sqr)
+        return ${sq}tf.add_n(values) / len(values)${sq_end}
 
     return update
-''', "Each call returned the value it was given"),
+''', "Each call returned $of_value"),
         Mistake("a Python counter beside a variable total", '''
 def make_running_mean():
     total = tf.Variable(0.0)
@@ -265,8 +265,8 @@ def make_running_mean():
     def update(value):
         nonlocal count
         count += 1
-        total.assign_add(value)
-        return total / count
+        total.assign_add(value$sqr)
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "the count you divide by stayed at 1"),
@@ -276,9 +276,9 @@ def make_running_mean():
     def update(value):
         total = tf.Variable(0.0)
         count = tf.Variable(0.0)
-        total.assign_add(value)
+        total.assign_add(value$sqr)
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "Create it once, outside the compiled function"),
@@ -290,9 +290,9 @@ count = tf.Variable(0.0)
 def make_running_mean():
     @tf.function
     def update(value):
-        total.assign_add(value)
+        total.assign_add(value$sqr)
         count.assign_add(1.0)
-        return total / count
+        return ${sq}total / count${sq_end}
 
     return update
 ''', "they share one total and count"),
@@ -301,8 +301,8 @@ def make_running_mean():
     values = []
 
     def update(value):
-        values.append(value)
-        return tf.add_n(values) / len(values)
+        values.append(value$sqr)
+        return ${sq}tf.add_n(values) / len(values)${sq_end}
 
     return update
 ''', "Decorate the function it returns with `@tf.function`"),

@@ -14,23 +14,27 @@ from __future__ import annotations
 __all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps", "two_optimizer_steps"]
 
 
-def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss"):
-    """Exercise 2.1: the gradients of the loss for `model.trainable_variables`, or of a named variant:
-    inference mode (`training=False`), swapped loss arguments, the predictions as the target
-    (`target="preds"`), or the loss value itself (`target="value"`)."""
+def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss", weight=1):
+    """Exercise 2.1: the gradients of the loss (times the variant's `weight`) for `model.trainable_variables`,
+    or of a named wrong answer: inference mode (`training=False`), swapped loss arguments, the predictions as
+    the target (`target="preds"`), or the loss value itself (`target="value"`)."""
     import tensorflow as tf
 
     with tf.GradientTape() as tape:
         preds = model(x, training=training)
         value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
+        if weight != 1:  # the notebook's own loss runs no multiplication
+            value = weight * value
     if target == "value":
         return value.numpy()
     return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
 
 
-def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True):
+def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True, max_norm=0,
+                per_tensor=False):
     """Exercise 2.3: the trainable variables after `steps` training steps and the loss of each, for the
-    correct step or a named variant: without the layer losses, in inference mode, or uphill (`sign=-1`)."""
+    correct step (its gradients clipped to a global norm of `max_norm`, unless 0) or a named wrong one: without
+    the layer losses, in inference mode, uphill (`sign=-1`), or each gradient clipped alone (`per_tensor`)."""
     import tensorflow as tf
 
     losses = []
@@ -40,13 +44,24 @@ def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=
             value = loss_fn(y, preds)
             if layer_losses:
                 value = value + sum(model.losses)
-        grads = tape.gradient(value, model.trainable_variables)
+        grads = _clipped(tape.gradient(value, model.trainable_variables), max_norm, per_tensor)
         optimizer.apply([sign * g for g in grads], model.trainable_variables)
         losses.append(float(value))
     return [v.numpy() for v in model.trainable_variables], losses
 
 
-def data_losses(model, optimizer, loss_fn, x, y, steps):
+def _clipped(grads, max_norm, per_tensor=False):
+    """`grads` clipped together to a global norm of `max_norm` (each alone, if `per_tensor`); as given for 0."""
+    import tensorflow as tf
+
+    if not max_norm:
+        return grads
+    if per_tensor:
+        return [tf.clip_by_norm(g, max_norm) for g in grads]
+    return tf.clip_by_global_norm(grads, max_norm)[0]
+
+
+def data_losses(model, optimizer, loss_fn, x, y, steps, max_norm=0):
     """Exercise 2.3: the data-only part of each step's loss along the correct trajectory."""
     import tensorflow as tf
 
@@ -56,7 +71,7 @@ def data_losses(model, optimizer, loss_fn, x, y, steps):
             preds = model(x, training=True)
             data = loss_fn(y, preds)
             value = data + sum(model.losses)
-        optimizer.apply(tape.gradient(value, model.trainable_variables), model.trainable_variables)
+        optimizer.apply(_clipped(tape.gradient(value, model.trainable_variables), max_norm), model.trainable_variables)
         out.append(float(data))
     return out
 

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tapelab.checker.compare import to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, wrong_value
 
 __all__ = ["ex2_5"]
@@ -21,8 +22,18 @@ __all__ = ["ex2_5"]
 _RTOL, _ATOL = 1e-5, 1e-5
 
 
-def _running_means(values):
-    return [float(m) for m in np.cumsum(values) / np.arange(1, len(values) + 1)]
+# The statistic each function keeps, by name: what it adds to its total (the value's power), whether it returns
+# the root of total / count, and how the task and the feedback say it.
+_STATISTICS = {
+    "mean": (1, False, "their mean", "the value it was given"),
+    "mean square": (2, False, "the mean of their squares", "the square of the value it was given"),
+    "root mean square": (2, True, "their root mean square (`tf.sqrt` of the mean of their squares)",
+                         "the size of the value it was given"),
+}
+
+
+def _statistic(values: dict, field: int) -> str:
+    return _STATISTICS[values["statistic"]][field]
 
 
 def _interleaved(spec):
@@ -34,6 +45,20 @@ def _interleaved(spec):
 class RunningMean(Exercise):
     number = "2.5"
     answer = "make_running_mean"
+    # What each function returns of the values it has seen: their mean (the notebook's text), the mean of their
+    # squares, or its root. The visible values are positive and not all equal, so each differs from the mean.
+    space = Space(default={"statistic": "mean"},
+                  draws={"statistic": lambda rng: str(rng.choice(["mean square", "root mean square"]))},
+                  wording={"sqr": lambda v: "**2" if _statistic(v, 0) == 2 else "",
+                           "sq": lambda v: "tf.sqrt(" if _statistic(v, 1) else "",
+                           "sq_end": lambda v: ")" if _statistic(v, 1) else "",
+                           "ret": lambda v: "tf.sqrt(total / count)" if _statistic(v, 1) else "total / count",
+                           "adds": lambda v: ("`assign_add` to both" if v["statistic"] == "mean" else
+                                              "`total.assign_add(value**2)`, `count.assign_add(1.0)`"),
+                           "returns": lambda v: _statistic(v, 2), "of_value": lambda v: _statistic(v, 3)})
+    statement = ("`make_running_mean()` returns a compiled function (`@tf.function`) `update(value)` that takes a "
+                 "float32 scalar tensor, adds it to the values that function has seen, and returns ${returns} as a "
+                 "tensor. Each function that `make_running_mean()` makes keeps its own values.")
     # Each case: the values given to each function that make_running_mean() makes, called in turn.
     visible_cases = (((2.0, 4.0, 9.0),), ((1.0, 3.0), (10.0, 20.0, 30.0)))
     praise = ("the total and the count live in variables made once per function, so every call of the one "
@@ -42,7 +67,7 @@ class RunningMean(Exercise):
         "Python code inside a `tf.function` runs only while it is traced. What must hold the total and the "
         "count, so that every call changes them?",
         "In `make_running_mean`, before the compiled function, create `total = tf.Variable(0.0)` and "
-        "`count = tf.Variable(0.0)`; inside it, `assign_add` to both and return `total / count`.",
+        "`count = tf.Variable(0.0)`; inside it, ${adds} and return `${ret}`.",
     )
 
     def _made(self, fn):
@@ -88,27 +113,34 @@ class RunningMean(Exercise):
         for values, means in zip(spec, got):
             self._compare(list(values), means)
 
-    @staticmethod
-    def _compare(values: list, means: list) -> None:
+    def _compare(self, values: list, means: list) -> None:
         """One function's means against the running means, and against what each known mistake returns."""
+        power, root, _, of_value = _STATISTICS[self.variant["statistic"]]
+        added = np.asarray(values, np.float64) ** power if power != 1 else values  # what the total adds up
+
+        def returned(kept):  # what a function returns of what it keeps
+            return [float(m) for m in (np.sqrt(kept) if root else kept)]
+
         counts = np.arange(1, len(values) + 1)
         alternatives = (
-            Alternative("each value", values, "trace-time-state",
-                        "Each call returned the value it was given. The Python code that keeps your values (a "
+            Alternative("each value", returned(added), "trace-time-state",
+                        f"Each call returned {of_value}. The Python code that keeps your values (a "
                         "list, a number) ran once, while `tf.function` traced the function; every later call "
                         "ran the graph alone. Keep the total and the count in `tf.Variable`s and `assign_add` "
                         "to them."),
-            Alternative("running total", list(np.cumsum(values)), "trace-time-state",
+            Alternative("running total", returned(np.cumsum(added)), "trace-time-state",
                         "These are running totals: the count you divide by stayed at 1. Is it a Python number? "
                         "`count += 1` runs only while tracing; keep the count in a `tf.Variable` too."),
-            Alternative("value over count", list(np.asarray(values) / counts), "replaced-by-tensor",
+            Alternative("value over count", returned(np.asarray(added) / counts), "replaced-by-tensor",
                         "Each is the value just given divided by the count: the total never grew. Did you "
-                        "rebind its name, `total = total + value`? That ran once, while tracing, and put a "
-                        "tensor in the variable's place; write `total.assign_add(value)`."),
+                        f"rebind its name, `total = total + value{self.variant['sqr']}`? That ran once, while "
+                        "tracing, and put a tensor in the variable's place; write "
+                        f"`total.assign_add(value{self.variant['sqr']})`."),
         )
-        problem = wrong_value(f"[float(update(v)) for v in {values}]", _running_means(values), means,
-                              alternatives, "Does the function add each value to a total, count it, and return "
-                              "total / count?", _RTOL, _ATOL)
+        expected = returned(np.cumsum(added) / counts)
+        problem = wrong_value(f"[float(update(v)) for v in {values}]", expected, means,
+                              alternatives, f"Does the function add each value{self.variant['sqr']} to a total, "
+                              f"count it, and return {self.variant['ret']}?", _RTOL, _ATOL)
         if problem:
             raise problem
 

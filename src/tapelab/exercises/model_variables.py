@@ -1,21 +1,23 @@
-"""Exercises of notebook 02_model_variables: gradients for a Keras model's variables, a hand-written
-SGD step and the custom training step with layer losses; the training loop over batches (2.4) lives in
-`tapelab.exercises.training_loop` and the compiled running mean (2.5) in `tapelab.exercises.compiled_state`,
-both re-exported here, so the notebook imports all five from one place."""
+"""Exercises of notebook 02_model_variables: gradients for a Keras model's variables and a hand-written
+SGD step; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
+training loop over batches (2.4) in `tapelab.exercises.training_loop` and the compiled running mean (2.5) in
+`tapelab.exercises.compiled_state`, all re-exported here, so the notebook imports all five from one place."""
 from __future__ import annotations
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.wrong_answers import Alternative, because, ratio_of, wrong_value
-from tapelab.checker.compare import agrees, all_close, allclose, fmt_pair, to_numpy
+from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
+from tapelab.checker.compare import agrees, all_close, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.exercises.compiled_state import ex2_5
+from tapelab.exercises.train_step import ex2_3
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
+from tapelab.checker.variants import Space, term
 
 __all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "worked_example"]
 
@@ -37,22 +39,38 @@ def _all_close(expected, got) -> bool:
     return all_close(expected, got, _RTOL, _ATOL)
 
 
+def _weighted_loss(values) -> str:
+    """How the task names the loss to differentiate: `loss_fn` itself, or the loss times its weight."""
+    if values["w"] == 1:
+        return "`loss_fn`"
+    return f"the weighted loss `{term(values['w'], 'loss_fn(y, preds)')}` (a loss weight, as Keras' `loss_weights` gives)"
+
+
 class ModelGradients(Exercise):
     number = "2.1"
     answer = "model_gradients"
+    # The loss's weight w: the gradients of w * loss_fn(y, preds) (1 in the notebook's text).
+    space = Space(default={"w": 1}, draws={"w": lambda rng: float(rng.choice([0.2, 0.5, 2, 3, 5]))},
+                  wording={"wt": lambda v: term(v["w"], ""), "loss_text": _weighted_loss})
+    statement = ("Write `model_gradients(model, loss_fn, x, y)` that returns the gradients of ${loss_text} on the "
+                 "batch `(x, y)` with respect to `model.trainable_variables`, as a list in that order. The test "
+                 "calls it on the worked example and on a model with a `BatchNormalization` layer and a loss that "
+                 "is not symmetric in its two arguments, so `training=True` and the order `loss_fn(y, preds)` both "
+                 "matter.")
     visible_cases = ("worked", ("bn", "bce", 3))
     praise = "one tape around the forward pass and the loss gave one gradient per trainable variable."
     hints = (
         "Open a tape, and inside it run the model and the loss: both must be recorded.",
-        "Inside the tape: `preds = model(x, training=True)` then `loss = loss_fn(y, preds)` (targets first).",
+        "Inside the tape: `preds = model(x, training=True)` then `loss = ${wt}loss_fn(y, preds)` (targets first).",
     )
 
     def expectations(self, spec):
         """The gradients of the correct loss, of its named variants, and the loss value itself."""
         build, loss, x, y = _gradient_case(spec)
+        weight = self.variant["w"]
 
         def gradients(**variant):
-            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, **variant)
+            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, weight=weight, **variant)
 
         return {"gradients": gradients(), "inference mode": gradients(training=False),
                 "swapped arguments": gradients(swapped=True), "gradients of preds": gradients(target="preds"),
@@ -104,9 +122,15 @@ class ModelGradients(Exercise):
                         "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
                         "`preds` to `tape.gradient` instead of `loss`?"),
         )
+        weight = self.variant["w"]
+        if weight != 1:
+            alternatives += (Alternative("unweighted loss", [g / weight for g in expected], "constant-factor",
+                                         f"These are the gradients of `loss_fn(y, preds)` without its weight. The "
+                                         f"task asks for those of `{weight:g} * loss_fn(y, preds)`: multiply the "
+                                         "loss by its weight inside the tape, where the tape records it."),)
         problem = wrong_value("model_gradients(...)", expected, list(got), alternatives,
                               "Is each gradient in the order of `model.trainable_variables`, and is the loss "
-                              "`loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
+                              f"`{self.variant['wt']}loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
         if problem:
             raise problem
 
@@ -127,30 +151,55 @@ def _sgd_case(spec):
     return variables, grads, lr
 
 
+def _decayed(g: str, v: str, wd: float) -> str:
+    """The step's direction as code writes it: the gradient `g`, plus `wd` times the variable `v` if wd > 0."""
+    return f"({g} + {wd:g} * {v})" if wd else g
+
+
 class ManualSgdStep(Exercise):
     number = "2.2"
     answer = "manual_sgd_step"
+    # The weight decay wd: each variable moves by lr * (g + wd * v), as SGD(weight_decay=wd) does (0, plain SGD,
+    # in the notebook's text). The worked example's variables are zeros, which no decay moves: the second case's not.
+    space = Space(default={"wd": 0}, draws={"wd": lambda rng: float(rng.choice([0.2, 0.3, 0.5, 0.8]))},
+                  wording={"grad": lambda v: _decayed("g", "v", v["wd"]),
+                           "grad0": lambda v: _decayed("grads[0]", "variables[0]", v["wd"]),
+                           "gradi": lambda v: _decayed("grads[i]", "variables[i]", v["wd"]),
+                           "grad_first": lambda v: _decayed("grads[0]", "v", v["wd"]),
+                           "rule": lambda v: f"v ← v − lr·(g + {v['wd']:g}·v)" if v["wd"] else "v ← v − lr·g",
+                           "sgd": lambda v: "SGD with weight decay" if v["wd"] else "Plain SGD",
+                           "by": lambda v: (f"(its gradient from `grads` plus {v['wd']:g} times the variable "
+                                            "itself: a weight decay)") if v["wd"] else "its gradient from `grads`",
+                           "optimizer": lambda v: (f"keras.optimizers.SGD(learning_rate=lr, weight_decay={v['wd']:g})"
+                                                   if v["wd"] else "keras.optimizers.SGD(learning_rate=lr)")})
+    statement = ("Write `manual_sgd_step(variables, grads, lr)` that updates each variable in the list `variables` in "
+                 "place by minus `lr` times ${by} (same order), using `assign_sub`. It need not return anything. "
+                 "The test compares your variables with what `${optimizer}` does to copies of them, on the worked "
+                 "example and on other variables.")
     visible_cases = ("worked", (3, 0.05))  # a second learning rate: a hard-coded 0.1 fails here
     praise = "your hand-written step moves every variable exactly as `keras.optimizers.SGD` does."
     hints = (
-        "Gradient descent moves each variable a small step against its gradient: v ← v − lr·g.",
+        "Gradient descent moves each variable a small step against its gradient: ${rule}.",
         "Pair each variable with its gradient using `zip(variables, grads)`, and change the variable in place.",
     )
 
     def check_case(self, fn, spec, facts):
         variables, grads, lr = _sgd_case(spec)
+        wd = self.variant["wd"]
         kept = list(variables)  # our own references, whatever the function does to the list
         before = [v.numpy().copy() for v in kept]
         shown = f"{len(kept)} variables, their gradients, lr={lr}"
         self.call(fn, variables, grads, lr, shown=shown)
         copies = [tf.Variable(b) for b in before]
-        keras.optimizers.SGD(learning_rate=lr).apply(grads, copies)
+        (keras.optimizers.SGD(learning_rate=lr, weight_decay=wd) if wd else
+         keras.optimizers.SGD(learning_rate=lr)).apply(grads, copies)
         after = [v.numpy() for v in kept]
         expected = [c.numpy() for c in copies]
+        grad = self.variant["grad"]
         if _all_close(expected, after):
             if facts.found and not (facts.calls_to("assign_sub") or facts.calls_to("assign")):
                 raise Incorrect("Exercise 2.2: your variables end up right, but this exercise is the step by "
-                                "hand. Update each variable with `v.assign_sub(lr * g)` instead of an optimizer.",
+                                f"hand. Update each variable with `v.assign_sub(lr * {grad})` instead of an optimizer.",
                                 cause="optimizer-not-by-hand")
             return
         names = [_short_name(v) for v in kept]
@@ -158,21 +207,22 @@ class ManualSgdStep(Exercise):
         def by_name(values) -> dict:
             return dict(zip(names, values))
 
-        steps = [lr * to_numpy(g) for g in grads]
+        directions = [to_numpy(g) + wd * b if wd else to_numpy(g) for g, b in zip(grads, before)]
+        steps = [lr * d for d in directions]
         in_place = facts.found and any(facts.calls_to(m) for m in ("assign_sub", "assign", "assign_add"))
         unchanged = (Alternative("no update", by_name(before), "no-update",
                                  "The variables did not change. Did you call `assign_sub` on each of them?")
                      if in_place or not facts.found else
                      Alternative("rebound", by_name(before), "replaced-by-tensor",
-                                 "The variables did not change. Did you write `v = v - lr * g`? That rebinds the "
-                                 "name to a new tensor and leaves the variable alone: change it in place with "
-                                 "`v.assign_sub(lr * g)`."))
+                                 f"The variables did not change. Did you write `v = v - lr * {grad}`? That rebinds "
+                                 "the name to a new tensor and leaves the variable alone: change it in place with "
+                                 f"`v.assign_sub(lr * {grad})`."))
         alternatives = (
             unchanged,
             Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
                         "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
-                        "`v.assign_sub(lr * g)`."),
-            Alternative("whole gradient", by_name(b - to_numpy(g) for b, g in zip(before, grads)), "no-learning-rate",
+                        f"`v.assign_sub(lr * {grad})`."),
+            Alternative("whole gradient", by_name(b - d for b, d in zip(before, directions)), "no-learning-rate",
                         "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
             *(Alternative(f"only {names[i]}", by_name(e if k == i else b
                                                       for k, (b, e) in enumerate(zip(before, expected))),
@@ -180,13 +230,26 @@ class ManualSgdStep(Exercise):
                           "update every variable in the list, each with its own gradient?")
               for i in range(len(names)) if len(names) > 1),
         )
+        if wd:
+            plain = [b - lr * to_numpy(g) for b, g in zip(before, grads)]
+            alternatives += (
+                Alternative("no weight decay", by_name(plain), "missing-term", f"Each variable moved by `lr * g` "
+                            f"alone: the weight decay is missing. Subtract `lr * {grad}`, the gradient plus {wd:g} "
+                            "times the variable, scaled by `lr`."),
+                Alternative("decay without lr", by_name(p - wd * b for p, b in zip(plain, before)), "no-learning-rate",
+                            f"The weight decay moved each variable by `{wd:g} * v`, not scaled by `lr`. Multiply the "
+                            f"whole direction by the learning rate: `lr * {grad}`."),
+                Alternative("decay reversed", by_name(p + lr * wd * b for p, b in zip(plain, before)), "sign-flipped",
+                            f"The weight decay pushed each variable away from zero. The decay is added to the "
+                            f"gradient, `lr * {grad}`, so that subtracting it shrinks the variable."),
+            )
         ratio = ratio_of([e - b for e, b in zip(expected, before)], [a - b for a, b in zip(after, before)])
         if ratio is not None:
             alternatives += (Alternative("another step size", by_name(after), "constant-factor",
                                          f"Every variable moved {ratio:.4g} times as far as `lr={lr}` gives. Did you "
                                          "use the `lr` you were given, and no other factor?"),)
         problem = wrong_value("variables", by_name(expected), by_name(after), alternatives,
-                              "Did you subtract `lr * g` from each variable, paired with its own gradient?",
+                              f"Did you subtract `lr * {grad}` from each variable, paired with its own gradient?",
                               _RTOL, _ATOL)
         if problem:
             raise problem
@@ -196,112 +259,5 @@ def _short_name(variable) -> str:
     return short_path(variable) if "/" in getattr(variable, "path", "") else variable.name.split(":")[0]
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 2.3: train_step(model, optimizer, loss_fn, x, y)
-
-def _train_case(spec):
-    """(build_model, make_optimizer, loss name, x, y, steps, label) for a case."""
-    if spec in ("worked", "worked-l2"):
-        x, y = worked_example()
-        regularizer = "kernel" if spec == "worked-l2" else ""
-        return (lambda: dense_model(regularizer=regularizer), lambda: keras.optimizers.SGD(0.1),
-                "mse", x, y, 3, "the worked example" + (" with an L2 kernel regularizer" if regularizer else ""))
-    if spec[0] == "bn":  # BatchNormalization: training=True normalises with the batch's own statistics
-        _, seed, optimizer, steps = spec
-        build, x, y = bn_case("mse", seed)
-        make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
-                    "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
-        return build, make_opt, "mse", x, y, steps, "a Dense-BatchNormalization-Dense model"
-    seed, n_in, n_out, regularizer, optimizer, steps = spec
-    rng = np.random.default_rng(seed)
-    x = tf.constant(rng.normal(size=(6, n_in)), tf.float32)
-    y = tf.constant(rng.normal(size=(6, n_out)), tf.float32)
-    make_opt = {"sgd": lambda: keras.optimizers.SGD(0.05),
-                "adam": lambda: keras.optimizers.Adam(0.05)}[optimizer]
-    return (lambda: dense_model(n_in, n_out, regularizer), make_opt, "mse", x, y, steps,
-            f"a Dense({n_out}) model on {n_in} inputs" + (f" with an {regularizer} regularizer" if regularizer else ""))
-
-
-class TrainStep(Exercise):
-    number = "2.3"
-    answer = "train_step"
-    # Every structure the text names, on inputs of its own: a kernel and an activity regularizer, a
-    # stateful optimizer, and a BatchNormalization layer (training=True matters there).
-    visible_cases = ("worked", "worked-l2", (7, 3, 2, "activity", "adam", 2), ("bn", 12, "sgd", 3))
-    praise = "your step records the forward pass and every loss, and lets the optimizer apply the gradients."
-    hints = (
-        "Four lines: forward pass and loss under a tape, gradients, then the optimizer; return the loss.",
-        "Inside the tape: `preds = model(x, training=True)`, then `loss = loss_fn(y, preds) + sum(model.losses)` "
-        "so a regularizer's penalty is part of what you minimise.",
-    )
-
-    def expectations(self, spec):
-        """The variables after the correct steps and their losses, the data losses alone, and the variables
-        after each named wrong step."""
-        build, make_opt, loss, x, y, steps, _ = _train_case(spec)
-
-        def trained(part, **variant):
-            return lambda refs: refs.train_steps(build(), make_opt(), LOSSES[loss](), x, y, steps, **variant)[part]
-
-        return {"variables": trained(0), "losses": trained(1),
-                "data losses": lambda refs: refs.data_losses(build(), make_opt(), LOSSES[loss](), x, y, steps),
-                "no layer losses": trained(0, layer_losses=False), "inference mode": trained(0, training=False),
-                "uphill": trained(0, sign=-1.0)}
-
-    def check_case(self, fn, spec, facts):
-        build, make_opt, loss, x, y, steps, label = _train_case(spec)
-        model, optimizer = build(), make_opt()
-        shown = "model, optimizer, loss_fn, x, y"
-        returned = []
-        for _ in range(steps):
-            returned.append(self.call(fn, model, optimizer, LOSSES[loss](), x, y, shown=shown).value)
-        want = self.expect(spec)
-        expected, expected_losses = want["variables"], want["losses"]
-        after = [v.numpy() for v in model.trainable_variables]
-        if not _all_close(expected, after):
-            self._explain_variables(build, want, steps, label, expected, after)
-        if any(r is None for r in returned):
-            raise Incorrect("Your variables are right, but `train_step` returned `None`. "
-                            "Did you forget `return loss`?", cause="no-return")
-        try:
-            got_losses = [float(to_numpy(r)) for r in returned]
-        except (TypeError, ValueError):
-            raise Incorrect("Your variables are right, but `train_step` should return the loss as a scalar "
-                            f"tensor, not a `{type(returned[0]).__name__}`.") from None
-        data_only = Alternative("data loss only", want.later("data losses"),
-                                "layer-losses-missing",
-                                "Those are the data losses alone. Return the total you minimised, "
-                                "`loss_fn(y, preds) + sum(model.losses)`.")
-        if not allclose(expected_losses, got_losses, _RTOL, _ATOL):
-            shown, should = fmt_pair(got_losses, expected_losses, _RTOL, _ATOL)
-            says, code = because(expected_losses, got_losses, [data_only],
-                                 "Did you return the loss of this step, computed inside the tape?", _RTOL, _ATOL)
-            raise Incorrect(f"Your variables are right, but the returned losses are {shown}, and should be "
-                            f"{should}. {says}", cause=code)
-
-    def _explain_variables(self, build, want, steps, label, expected, after):
-        alternatives = (
-            Alternative("unchanged", [v.numpy() for v in build().trainable_variables], "no-update",
-                        "The variables never changed. Did you apply the gradients with "
-                        "`optimizer.apply(grads, model.trainable_variables)`?"),
-            Alternative("no layer losses", want.later("no layer losses"), "layer-losses-missing",
-                        "They are what you get without the layer losses: this model has a regularizer. "
-                        "Did you add `sum(model.losses)` to the loss, reading it inside the tape? Read before "
-                        "the `with` block, the penalty is a constant to the tape, and adds no gradient."),
-            Alternative("inference mode", want.later("inference mode"), "inference-mode",
-                        "They are what the model gives in inference mode: its `BatchNormalization` layer then "
-                        "uses its moving statistics instead of the batch's own. Did you call "
-                        "`model(x, training=True)` inside the tape?"),
-            Alternative("uphill", want.later("uphill"), "uphill-step",
-                        "Your steps went uphill: the loss grew. Did you change the sign of the gradients? "
-                        "The optimizer already subtracts them."),
-        )
-        problem = wrong_value("model.trainable_variables", expected, after, alternatives,
-                              "Does each call compute the loss of `model(x, training=True)` under the tape and "
-                              "apply the gradients with the optimizer it was given?", _RTOL, _ATOL)
-        raise Incorrect(f"After {steps} calls on {label}, {problem}", cause=problem.cause)
-
-
 ex2_1 = ModelGradients()
 ex2_2 = ManualSgdStep()
-ex2_3 = TrainStep()

@@ -78,6 +78,10 @@ def _fresh_step(build, lr):
 class TrainEpochs(Exercise):
     number = "2.4"
     answer = "train_epochs"
+    fixed_because = ("`train_epochs` is a loop for any `step`, `dataset`, `epochs` and `metric` it is given and holds "
+                     "no numbers of its own, so only the test's inputs could change, not what you write; the one "
+                     "choice it could vary, weighting each batch's loss by its rows, is what notebook 06 asks of you "
+                     "in Exercise 6.1.")
     # Several batches per epoch and several epochs, on the worked example and on a BatchNormalization model.
     visible_cases = (("worked", 2, 3), ("bn", 4, 3, 2))
     praise = ("every batch of every epoch went through `step` once, and the `metric` you were given, reset at the "
