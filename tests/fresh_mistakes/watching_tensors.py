@@ -7,27 +7,27 @@ MISTAKES = {
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     dz_dy = tape.gradient(z, y)
     return z
 ''', ("returned-value", "loss-for-gradient"), "You compute `dz_dy` and then `return z`: that is the value "
-           "x⁴, not its derivative 2y. Return `dz_dy`."),
+           "$z_of_x, not its derivative $dz_dy. Return `dz_dy`."),
         Fresh("dy/dx: the gradient of the intermediate itself", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, x)
-''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = 2x, the derivative of the intermediate; "
-           "the exercise asks how z changes with y, `tape.gradient(z, y)` = 2y."),
+''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = $dy_dx, the derivative of the intermediate; "
+           "the exercise asks how z changes with y, `tape.gradient(z, y)` = $dz_dy."),
         Fresh("chain rule by hand on a non-persistent tape", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     dz_dy = tape.gradient(z, y)
     dy_dx = tape.gradient(y, x)
     return dz_dy * dy_dx
@@ -37,11 +37,11 @@ def intermediate_gradient(x):
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-    z = y * y
+        y = $y_code
+    z = $z_code
     return tape.gradient(z, y)
-''', "outside-tape", "`z = y * y` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
-           "and `tape.gradient(z, y)` is None. Indent `z = y * y` into the block."),
+''', "outside-tape", "`z = $z_code` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
+           "and `tape.gradient(z, y)` is None. Indent `z = $z_code` into the block."),
     ],
     "ex3_2_answer": [
         Fresh("averages the saliency over the batch", '''

@@ -7,39 +7,39 @@ MISTAKES = {
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, z)
 ''', "wrong way round"),
         Mistake("y differentiated by itself", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, y)
 ''', "by itself"),
         Mistake("x never watched", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(z, y)
 ''', "tape.watch(x)"),
         Mistake("watched after computing y", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
-        y = x * x
+        y = $y_code
         tape.watch(x)
-        z = y * y
+        z = $z_code
     return tape.gradient(z, y)
 ''', "before computing"),
         Mistake("dz/dx instead of dz/dy", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(z, x)
 ''', "That is dz/dx"),
     ],

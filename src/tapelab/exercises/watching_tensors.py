@@ -15,6 +15,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
+from tapelab.checker.variants import Space
 
 __all__ = ["ex3_1", "ex3_2", "ex3_3", "ex3_4"]
 
@@ -74,27 +75,56 @@ def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
 
 # --- 3.1 ------------------------------------------------------------------------------------
 
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _product(symbol: str, times: int) -> str:
+    """`symbol` multiplied by itself as code writes it: `x * x * x` for 3."""
+    return " * ".join([symbol] * times)
+
+
+def _power(symbol: str, exponent: int) -> str:
+    """`symbol` to `exponent` as the task writes it: `x⁴`, and `y` for 1."""
+    return symbol if exponent == 1 else f"{symbol}{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+# (p, q): y = x^p and z = y^q, written as products; the notebook's text has (2, 2)
+_POWERS = ((2, 3), (2, 4), (3, 2), (3, 3))
+
+
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
     answer = "intermediate_gradient"
+    # The powers of the two steps, y = x^p and z = y^q ((2, 2) in the notebook's text), drawn as a pair so that
+    # no variant is the notebook's own: dz/dy = q y^(q-1).
+    space = Space(default={"powers": (2, 2)}, draws={"powers": lambda rng: _POWERS[int(rng.integers(len(_POWERS)))]},
+                  wording={"y_code": lambda v: _product("x", v["powers"][0]),
+                           "z_code": lambda v: _product("y", v["powers"][1]),
+                           "z_of_x": lambda v: _power("x", v["powers"][0] * v["powers"][1]),
+                           "dz_dy": lambda v: f"{v['powers'][1]}{_power('y', v['powers'][1] - 1)}",
+                           "dy_dx": lambda v: f"{v['powers'][0]}{_power('x', v['powers'][0] - 1)}"})
+    statement = ("Write `intermediate_gradient(x)` that takes a float constant tensor `x` (any shape), computes "
+                 "`y = ${y_code}` and `z = ${z_code}` under a tape, and returns dz/dy (not dz/dx).")
     visible_cases = ((1.0, 2.0, -0.5),)
     praise = "an intermediate result is a source like any other, once the tape has recorded it."
     hints = (
         "`x` is a constant, so the tape records nothing about it until you watch it.",
-        "Inside the tape: `tape.watch(x)` first, then `y = x * x` and `z = y * y`.",
+        "Inside the tape: `tape.watch(x)` first, then `y = ${y_code}` and `z = ${z_code}`.",
     )
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
         got = self.call(fn, x, shown=f"x={fmt(x)}").value
         x64 = np.array(values, np.float64)
-        expected = numeric_gradient(lambda y_: float(np.sum(y_**2)), x64**2)
+        p, q = self.variant["powers"]
+        expected = numeric_gradient(lambda y_: float(np.sum(y_**q)), x64**p)
         if got is None:
             raise none_feedback("`intermediate_gradient(x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
         problem = wrong_value("dz_dy", expected, got, [
-            Alternative("dz/dx", 4 * x64**3, "wrong-source",
+            Alternative("dz/dx", p * q * x64 ** (p * q - 1), "wrong-source",
                         "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
-            Alternative("dy/dx", 2 * x64, "wrong-target", "That is dy/dx. The target is `z` and the source is `y`."),
+            Alternative("dy/dx", p * x64 ** (p - 1), "wrong-target",
+                        "That is dy/dx. The target is `z` and the source is `y`."),
             *_differentiates_itself(facts, x64)])
         if problem:
             raise problem
