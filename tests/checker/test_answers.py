@@ -102,13 +102,15 @@ def test_an_exercise_without_its_texts_is_refused(tmp_path):
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
 def test_self_study_shows_the_solution_and_the_last_hint(exercise, capsys):
-    """With the answers installed and no lock, do `solution()` and the last `hint` show the answers?"""
+    """With the answers installed and no lock, do `solution()` and the last `hint` show the answers, their
+    variant fields filled with the notebook's own values?"""
     checker, found = _checker(exercise), tapelab_answers.answer(_number(exercise))
     checker.solution()
     checker.hint(len(checker.hints) + 1)
     out = capsys.readouterr().out
-    assert found.solution in out and found.why in out and found.last_hint in out
-    assert f"{len(checker.hints) + 1}/{len(checker.hints) + 1}: {found.last_hint}" in out
+    why, last_hint = checker.variant.fill(found.why), checker.variant.fill(found.last_hint)
+    assert found.solution in out and why in out and last_hint in out
+    assert f"{len(checker.hints) + 1}/{len(checker.hints) + 1}: {last_hint}" in out
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)

@@ -87,3 +87,23 @@ def test_positional_compute_loss_is_named_from_either_none_error(text):
     not as a None gradient."""
     why = error_cause(ValueError(text), _facts(POSITIONAL_COMPUTE_LOSS))
     assert why.cause == "compute-loss-positional" and "keyword arguments" in why.text
+
+
+PREDICTED_THEN_SQUASHED = '''
+def f(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(model.predict(x, verbose=0))
+    return x * tape.gradient(y, x)
+'''
+
+
+def test_a_none_gradient_multiplied_is_explained_from_the_code():
+    """Is `x * None` (a Python operator meeting a None gradient) read as a None gradient, and is a `predict` on the
+    target's path named even when a TensorFlow op has made a tensor of its result?"""
+    why = error_cause(TypeError("unsupported operand type(s) for *: 'float' and 'NoneType'"),
+                      _facts(PREDICTED_THEN_SQUASHED))
+    assert why.cause == "predict-in-tape" and "A gradient was `None`" in why.text
+    assert error_cause(TypeError("unsupported operand type(s) for *: 'float' and 'str'"),
+                       _facts(PREDICTED_THEN_SQUASHED)) is None

@@ -49,8 +49,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x)
-    return tf.reduce_mean(tf.abs(tape.gradient(y, x)), axis=0)
+        y = $y_code
+    return tf.reduce_mean(tf.abs(${times}tape.gradient(y, x)), axis=0)
 ''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(..., axis=0)` averages over the examples as the notebook's "
            "printout did, leaving one number per feature; the exercise asks for a tensor shaped like `x`, so drop "
            "the mean."),
@@ -59,8 +59,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.abs(model(x))
-    return tape.gradient(y, x)
+        y = tf.abs($y_code)
+    return ${times}tape.gradient(y, x)
 ''', "wrong-target", "You differentiate `tf.abs(model(x))`, which flips the sign of the gradient wherever the "
            "output is negative; the magnitude asked for is `tf.abs(tape.gradient(model(x), x))`: take the abs after "
            "the gradient."),
@@ -69,8 +69,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model.predict(x, verbose=0)
-    return tf.abs(tape.gradient(y, x))
+        y = ${squash}model.predict(x, verbose=0)$squashed
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is "
            "None and `tf.abs` fails; call the model itself, `y = model(x)`."),
         Fresh("watches a new constant but feeds the array to the model", '''
@@ -78,8 +78,8 @@ def input_saliency(model, x):
     x_tensor = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x_tensor)
-        y = model(x)
-    return tf.abs(tape.gradient(y, x_tensor))
+        y = $y_code
+    return tf.abs(${times}tape.gradient(y, x_tensor))
 ''', ("not-connected", "wrong-source"), "You watch `x_tensor` but call `model(x)` on the NumPy array, which makes "
            "a different tensor; `y` does not come from `x_tensor`, so its gradient is None. Call "
            "`model(x_tensor)`."),
