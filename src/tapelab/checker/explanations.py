@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -361,6 +362,16 @@ def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) ->
     return next(iter(found.values())) if len(found) == 1 else _NOTHING
 
 
+def _operator_met_none_gradient(error: BaseException, facts: CodeFacts) -> bool:
+    """A Python operator raised on a None (`x * None`) at a line that reads a gradient: its call, or a name it gave."""
+    if not (isinstance(error, TypeError) and "unsupported operand" in str(error) and "'NoneType'" in str(error)):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    line = (frames[-1].line or "") if frames else ""
+    gradients = {n for a in facts.assignments if a.made_by == "gradient" for n in a.names}
+    return any(f".{c.method}(" in line for c in facts.gradient_calls) or bool(gradients & set(re.findall(r"\w+", line)))
+
+
 def error_cause(error: BaseException, facts: CodeFacts | None = None,
                 values: Mapping[str, Any] | None = None) -> Explanation | None:
     """The likely mistake behind an exception raised by a student's tape code, if known.
@@ -371,8 +382,7 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     """
     facts = facts or CodeFacts()
     text = str(error)
-    if facts.found and ("Attempt to convert a value (None)" in text
-                        or (isinstance(error, TypeError) and "unsupported operand" in text and "'NoneType'" in text)):
+    if facts.found and ("Attempt to convert a value (None)" in text or _operator_met_none_gradient(error, facts)):
         if _positional_compute_loss(facts):  # eagerly, the `y_pred` it leaves empty fails this way
             return _positional_compute_loss(facts)
         why = _one_none_explanation(facts, values)
