@@ -210,9 +210,9 @@ class InputSaliency(_WatchExercise):
 class InputOnlyGradient(_WatchExercise):
     number = "3.3"
     answer = "input_only_gradient"
-    fixed_because = ("`input_only_gradient` is a procedure for any `model` and `x` it is given: a tape that watches only "
-                     "`x`, its gradient and its `watched_variables()` hold no numbers of their own, so only the test's "
-                     "models and inputs could change, not what you write.")
+    fixed_because = ("`input_only_gradient` is a procedure for any `model` and `x` it is given: a tape that watches "
+                     "only `x`, its gradient and its `watched_variables()` hold no numbers of their own, so only the "
+                     "test's models and inputs could change, not what you write.")
     visible_cases = ((2, 3, 4, 21),)
     praise = "the tape recorded the input and nothing else: no weight was watched."
     hints = (
