@@ -87,3 +87,41 @@ def test_positional_compute_loss_is_named_from_either_none_error(text):
     not as a None gradient."""
     why = error_cause(ValueError(text), _facts(POSITIONAL_COMPUTE_LOSS))
     assert why.cause == "compute-loss-positional" and "keyword arguments" in why.text
+
+
+PREDICTED_THEN_SQUASHED = '''
+def f(model, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.sigmoid(model.predict(x, verbose=0))
+    return x * tape.gradient(y, x)
+'''
+
+
+RAISERS = '''
+class Tape:
+    def gradient(self, target, source):
+        return None
+
+
+def gradient_times(x):
+    return x * Tape().gradient(x, x)
+
+
+def own_none_times(x):
+    scale = None
+    return scale * x
+'''
+
+
+@pytest.mark.parametrize("raiser,cause", [("gradient_times", "predict-in-tape"), ("own_none_times", None)])
+def test_a_none_gradient_met_by_an_operator_is_explained_from_the_code(raiser, cause):
+    """Is `x * None` read as a None gradient when the line that raised reads a gradient, and is a `predict` on the
+    target's path then named even though a TensorFlow op made a tensor of its result? A None of the line's own
+    is left unexplained."""
+    with pytest.raises(TypeError) as raised:
+        define(RAISERS, "raisers", {})[raiser](2.0)
+    why = error_cause(raised.value, _facts(PREDICTED_THEN_SQUASHED))
+    assert (why and why.cause) == cause
+    assert cause is None or "A gradient was `None`" in why.text

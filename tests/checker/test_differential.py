@@ -99,3 +99,14 @@ def test_every_family_is_exercised_here():
     """A family added to the differential without a test here fails this one."""
     tested = {"_zero", "_permuted", "_unit_axis", "_full_jacobian", "_reduced_away", "_unreduced"}
     assert {c.__name__ for c in differential._ARRAY_CHECKS} == tested
+
+
+def test_a_term_without_the_learning_rate_is_named_whatever_its_weight():
+    """Is a step `lr * a + w * b`, where the task's is `lr * (a + w * b)`, named as `b` lacking the learning rate
+    when the rate is given, and not when the step is right?"""
+    a, b, lr, w = np.array([1.0, -2.0, 0.5]), np.array([0.3, 0.7, -1.1]), 0.1, 3.0
+    terms, expected = {"a": a, "b": b}, {"a": lr, "b": lr * w}
+    found = differential.combination(terms, expected, lr * a + w * b, "your step", rate=lr)
+    assert found is not None and found[0] == "no-learning-rate" and "`b`" in found[1], found
+    assert differential.combination(terms, expected, lr * (a + w * b), "your step", rate=lr) is None
+    assert differential.combination(terms, expected, lr * a + w * b, "your step") is None  # no rate: a factor 1 only

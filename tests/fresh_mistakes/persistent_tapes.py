@@ -7,8 +7,8 @@ MISTAKES = {
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     del tape
@@ -19,8 +19,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
         y_scalar = tf.reduce_mean(y)
         z_scalar = tf.reduce_mean(z)
     dy_dx = tape.gradient(y_scalar, x)
@@ -33,8 +33,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx, dz_dx = tape.gradient([y, z], x)
     del tape
     return [dy_dx, dz_dx]
@@ -45,8 +45,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     del y, z
@@ -63,12 +63,12 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x.assign_sub(lr * dloss_dx + dpenalty_dx)
+    x.assign_sub(lr * dloss_dx + ${mu_times}dpenalty_dx)
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
-''', ("no-learning-rate", "constant-factor"), "Your step `lr * dloss_dx + dpenalty_dx` multiplies only the "
+''', ("no-learning-rate", "constant-factor"), "Your step `lr * dloss_dx + ${mu_times}dpenalty_dx` multiplies only the "
            "loss gradient by `lr` and subtracts the whole penalty gradient; put the sum in parentheses: "
-           "`lr * (dloss_dx + dpenalty_dx)`."),
+           "`lr * (dloss_dx + ${mu_times}dpenalty_dx)`."),
         Fresh("penalty gradient copied from the loss line", '''
 def two_gradients_and_release(f, x, lr):
     with tf.GradientTape(persistent=True) as tape:
@@ -76,7 +76,7 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(loss, x)
     del tape
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "wrong-target", "Your `dpenalty_dx = tape.gradient(loss, x)` differentiates the loss a second time; the "
@@ -88,11 +88,11 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x -= lr * (dloss_dx + dpenalty_dx)
+    x -= lr * (dloss_dx + ${mu_times}dpenalty_dx)
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "replaced-by-tensor", "`x -= ...` does not update a `tf.Variable` (TensorFlow refuses it: it would rebind "
-           "`x` to a new tensor); update it in place with `x.assign_sub(lr * (dloss_dx + dpenalty_dx))`."),
+           "`x` to a new tensor); update it in place with `x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))`."),
         Fresh("step follows the loss gradient only", '''
 def two_gradients_and_release(f, x, lr):
     with tf.GradientTape(persistent=True) as tape:
@@ -104,7 +104,7 @@ def two_gradients_and_release(f, x, lr):
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "unused-input", "You computed `dpenalty_dx` but your step `x.assign_sub(lr * dloss_dx)` leaves it out; the "
-           "step is `lr * (dloss_dx + dpenalty_dx)`, so your `new_loss` is the loss after the wrong step."),
+           "step is `lr * (dloss_dx + ${mu_times}dpenalty_dx)`, so your `new_loss` is the loss after the wrong step."),
     ],
     "ex4_3_answer": [
         Fresh("returns the first derivative", '''

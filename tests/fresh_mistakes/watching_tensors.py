@@ -7,27 +7,27 @@ MISTAKES = {
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     dz_dy = tape.gradient(z, y)
     return z
 ''', ("returned-value", "loss-for-gradient"), "You compute `dz_dy` and then `return z`: that is the value "
-           "x⁴, not its derivative 2y. Return `dz_dy`."),
+           "$z_of_x, not its derivative $dz_dy. Return `dz_dy`."),
         Fresh("dy/dx: the gradient of the intermediate itself", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, x)
-''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = 2x, the derivative of the intermediate; "
-           "the exercise asks how z changes with y, `tape.gradient(z, y)` = 2y."),
+''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = $dy_dx, the derivative of the intermediate; "
+           "the exercise asks how z changes with y, `tape.gradient(z, y)` = $dz_dy."),
         Fresh("chain rule by hand on a non-persistent tape", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     dz_dy = tape.gradient(z, y)
     dy_dx = tape.gradient(y, x)
     return dz_dy * dy_dx
@@ -37,11 +37,11 @@ def intermediate_gradient(x):
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-    z = y * y
+        y = $y_code
+    z = $z_code
     return tape.gradient(z, y)
-''', "outside-tape", "`z = y * y` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
-           "and `tape.gradient(z, y)` is None. Indent `z = y * y` into the block."),
+''', "outside-tape", "`z = $z_code` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
+           "and `tape.gradient(z, y)` is None. Indent `z = $z_code` into the block."),
     ],
     "ex3_2_answer": [
         Fresh("averages the saliency over the batch", '''
@@ -49,8 +49,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x)
-    return tf.reduce_mean(tf.abs(tape.gradient(y, x)), axis=0)
+        y = $y_code
+    return tf.reduce_mean(tf.abs(${times}tape.gradient(y, x)), axis=0)
 ''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(..., axis=0)` averages over the examples as the notebook's "
            "printout did, leaving one number per feature; the exercise asks for a tensor shaped like `x`, so drop "
            "the mean."),
@@ -59,8 +59,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.abs(model(x))
-    return tape.gradient(y, x)
+        y = tf.abs($y_code)
+    return ${times}tape.gradient(y, x)
 ''', "wrong-target", "You differentiate `tf.abs(model(x))`, which flips the sign of the gradient wherever the "
            "output is negative; the magnitude asked for is `tf.abs(tape.gradient(model(x), x))`: take the abs after "
            "the gradient."),
@@ -69,8 +69,8 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model.predict(x, verbose=0)
-    return tf.abs(tape.gradient(y, x))
+        y = ${squash}model.predict(x, verbose=0)$squashed
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is "
            "None and `tf.abs` fails; call the model itself, `y = model(x)`."),
         Fresh("watches a new constant but feeds the array to the model", '''
@@ -78,8 +78,8 @@ def input_saliency(model, x):
     x_tensor = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x_tensor)
-        y = model(x)
-    return tf.abs(tape.gradient(y, x_tensor))
+        y = $y_code
+    return tf.abs(${times}tape.gradient(y, x_tensor))
 ''', ("not-connected", "wrong-source"), "You watch `x_tensor` but call `model(x)` on the NumPy array, which makes "
            "a different tensor; `y` does not come from `x_tensor`, so its gradient is None. Call "
            "`model(x_tensor)`."),

@@ -7,8 +7,8 @@ MISTAKES = {
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-    z = tf.sin(y)
+        y = x**$n
+    z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     del tape
@@ -17,9 +17,9 @@ def several_gradients(x):
         Mistake("watched after computing y", '''
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
-        y = x**3
+        y = x**$n
         tape.watch(x)
-        z = tf.sin(y)
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     del tape
@@ -29,8 +29,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     return [dy_dx, dz_dx]
@@ -39,8 +39,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
         dy_dx = tape.gradient(y, x)
         dz_dx = tape.gradient(z, x)
     del tape
@@ -50,8 +50,8 @@ def several_gradients(x):
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, y)
     del tape
@@ -60,8 +60,8 @@ def several_gradients(x):
         Mistake("constant not watched", '''
 def several_gradients(x):
     with tf.GradientTape(persistent=True) as tape:
-        y = x**3
-        z = tf.sin(y)
+        y = x**$n
+        z = $z_code
     dy_dx = tape.gradient(y, x)
     dz_dx = tape.gradient(z, x)
     del tape
@@ -76,7 +76,7 @@ def two_gradients_and_release(f, x, lr):
         dloss_dx = tape.gradient(loss, x)
         dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "after the `with` block"),
@@ -87,7 +87,7 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     del tape
     dpenalty_dx = tape.gradient(penalty, x)
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "after `del tape`"),
@@ -97,7 +97,7 @@ def two_gradients_and_release(f, x, lr):
         loss, penalty = f(x)
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "Did you `del tape`"),
@@ -108,7 +108,7 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "persistent=True"),
@@ -119,7 +119,7 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x.assign_sub(lr * (dloss_dx + dpenalty_dx))
+    x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     return [dloss_dx, dpenalty_dx, loss]
 ''', "loss before the step"),
         Mistake("steps uphill", '''
@@ -129,7 +129,7 @@ def two_gradients_and_release(f, x, lr):
     dloss_dx = tape.gradient(loss, x)
     dpenalty_dx = tape.gradient(penalty, x)
     del tape
-    x.assign_add(lr * (dloss_dx + dpenalty_dx))
+    x.assign_add(lr * (dloss_dx + ${mu_times}dpenalty_dx))
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
 ''', "stepped uphill"),

@@ -7,39 +7,39 @@ MISTAKES = {
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, z)
 ''', "wrong way round"),
         Mistake("y differentiated by itself", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(y, y)
 ''', "by itself"),
         Mistake("x never watched", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(z, y)
 ''', "tape.watch(x)"),
         Mistake("watched after computing y", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
-        y = x * x
+        y = $y_code
         tape.watch(x)
-        z = y * y
+        z = $z_code
     return tape.gradient(z, y)
 ''', "before computing"),
         Mistake("dz/dx instead of dz/dy", '''
 def intermediate_gradient(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x * x
-        z = y * y
+        y = $y_code
+        z = $z_code
     return tape.gradient(z, x)
 ''', "That is dz/dx"),
     ],
@@ -49,43 +49,43 @@ def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x.numpy())
-    return tf.abs(tape.gradient(y, x))
+        y = ${squash}model(x.numpy())$squashed
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "leaves TensorFlow"),
         Mistake("forward pass before the tape", '''
 def input_saliency(model, x):
     x = tf.constant(x)
-    y = model(x)
+    y = $y_code
     with tf.GradientTape() as tape:
         tape.watch(x)
-    return tf.abs(tape.gradient(y, x))
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "before `tape`'s `with` block"),
         Mistake("watches the NumPy array", '''
 def input_saliency(model, x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x)
-    return tf.abs(tape.gradient(y, x))
+        y = $y_code
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "A NumPy array cannot be watched"),
         Mistake("signed gradient, no abs", '''
 def input_saliency(model, x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
+        y = $y_code
+    return ${times}tape.gradient(y, x)
 ''', "tf.abs"),
         Mistake("converted but never watched", '''
 def input_saliency(model, x):
     x = tf.convert_to_tensor(x)
     with tf.GradientTape() as tape:
-        y = model(x)
-    return tf.abs(tape.gradient(y, x))
+        y = $y_code
+    return tf.abs(${times}tape.gradient(y, x))
 ''', "tape.watch(x)"),
         Mistake("gradient of the weights", '''
 def input_saliency(model, x):
     with tf.GradientTape() as tape:
-        y = model(x)
+        y = $y_code
     return tape.gradient(y, model.trainable_variables)
 ''', "instead of the input"),
     ],

@@ -308,12 +308,13 @@ def _coefficient(k: float) -> str:
 
 
 def combination(terms: dict[str, Any], expected: dict[str, float], actual: Any, what: str,
-                rtol: float = RTOL, atol: float = ATOL) -> tuple[str, str] | None:
+                rtol: float = RTOL, atol: float = ATOL, rate: float | None = None) -> tuple[str, str] | None:
     """(cause, message) when `actual` is exactly sum(k_i * term_i) for coefficients other than `expected`'s: which
     term is left out, which lacks the learning rate, which has the wrong sign. `terms` are the task's own named
     quantities (e.g. `dloss_dx`, `dpenalty_dx`) and `expected` their coefficients in the right answer (e.g. `lr`
     each); `what` names `actual` ("your step"). None when the terms are not independent here or no exact
-    combination gives `actual`."""
+    combination gives `actual`. With the learning `rate`, a term whose coefficient is its expected one without the
+    rate (1 without a rate given) is named as not multiplied by it."""
     names = list(terms)
     basis = np.stack([np.asarray(_array(terms[n]), np.float64).ravel() for n in names], axis=1)
     got = _array(actual)
@@ -336,7 +337,9 @@ def combination(terms: dict[str, Any], expected: dict[str, float], actual: Any, 
     flipped = [n for k, w, n in zip(found, want, names) if w and abs(k + w) <= 1e-3 * abs(w)]
     if flipped:
         return ("sign-flipped", f"{said}: {', '.join(f'`{n}`' for n in flipped)} enters with the opposite sign.")
-    unscaled = [n for k, w, n in zip(found, want, names) if abs(k - 1) <= 1e-3 and abs(w - 1) > 1e-3]
+    bare = [1.0 if rate is None else w / rate for w in want]  # each coefficient without the learning rate
+    unscaled = [n for k, w, b, n in zip(found, want, bare, names)
+                if abs(w - b) > 1e-3 * max(1.0, abs(b)) and abs(k - b) <= 1e-3 * max(1.0, abs(b))]
     if unscaled:
         return ("no-learning-rate", f"{said}: {', '.join(f'`{n}`' for n in unscaled)} is not multiplied by the "
                 "learning rate.")

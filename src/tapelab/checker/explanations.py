@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -229,7 +230,7 @@ def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[st
     if call.target == call.source:
         return Explanation(f"`{call.text()}` differentiates `{call.source}` by itself. Did you mean the value computed "
                            f"from it as the target?", "target-is-source")
-    return (_swapped(facts, call) or _where_target(facts, call, tape)
+    return (_swapped(facts, call) or _where_target(facts, call, tape) or _predicted(facts, call)
             or (len(call.sources) == 1 and _about_source(facts, call, tape, values)) or _NOTHING)
 
 
@@ -301,16 +302,25 @@ def _what_reached(text: str) -> str:
             else f"A `{name}`" if name else "A value that is not a tensor")
 
 
+def _predicted(facts: CodeFacts, call: GradientCall) -> Explanation | None:
+    """A Keras `predict` on the path to the call's target (even when a TensorFlow op then makes a tensor of it)."""
+    up = facts.upstream(call.target)
+    predicted = next((a for a in facts.assignments if set(a.names) & up and ".predict(" in a.value), None)
+    if predicted is None:
+        return None
+    return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so `{call.target}` is not "
+                       f"a tensor computed from the source. Call the model itself, `model(x)`, inside the `with` block.",
+                       "predict-in-tape")
+
+
 def _plain_value_in_gradient(facts: CodeFacts, text: str) -> Explanation | None:
     """The target a gradient call got is a plain number or array: which code fact made it so, when one does
     (a Keras `predict` on its path, or a target computed without the source)."""
     for call in facts.gradient_calls:
-        up = facts.upstream(call.target)
-        predicted = next((a for a in facts.assignments if set(a.names) & up and ".predict(" in a.value), None)
+        predicted = _predicted(facts, call)
         if predicted is not None:
-            return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so "
-                               f"`{call.target}` is not a tensor computed from the source. Call the model itself, "
-                               f"`model(x)`, inside the `with` block.", "predict-in-tape")
+            return predicted
+        up = facts.upstream(call.target)
         sources = [s for s in call.sources if re.fullmatch(r"[A-Za-z_]\w*", s)]
         made = facts.assignments_of(call.target, before=call.line)
         if made and sources and not any(s in up for s in sources):
@@ -352,6 +362,16 @@ def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) ->
     return next(iter(found.values())) if len(found) == 1 else _NOTHING
 
 
+def _operator_met_none_gradient(error: BaseException, facts: CodeFacts) -> bool:
+    """A Python operator raised on a None (`x * None`) at a line that reads a gradient: its call, or a name it gave."""
+    if not (isinstance(error, TypeError) and "unsupported operand" in str(error) and "'NoneType'" in str(error)):
+        return False
+    frames = traceback.extract_tb(error.__traceback__)
+    line = (frames[-1].line or "") if frames else ""
+    gradients = {n for a in facts.assignments if a.made_by == "gradient" for n in a.names}
+    return any(f".{c.method}(" in line for c in facts.gradient_calls) or bool(gradients & set(re.findall(r"\w+", line)))
+
+
 def error_cause(error: BaseException, facts: CodeFacts | None = None,
                 values: Mapping[str, Any] | None = None) -> Explanation | None:
     """The likely mistake behind an exception raised by a student's tape code, if known.
@@ -362,7 +382,7 @@ def error_cause(error: BaseException, facts: CodeFacts | None = None,
     """
     facts = facts or CodeFacts()
     text = str(error)
-    if "Attempt to convert a value (None)" in text and facts.found:
+    if facts.found and ("Attempt to convert a value (None)" in text or _operator_met_none_gradient(error, facts)):
         if _positional_compute_loss(facts):  # eagerly, the `y_pred` it leaves empty fails this way
             return _positional_compute_loss(facts)
         why = _one_none_explanation(facts, values)

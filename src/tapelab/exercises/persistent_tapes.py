@@ -15,6 +15,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
+from tapelab.checker.variants import Space
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
 
@@ -40,15 +41,30 @@ class _TapeExercise(Exercise):
 # ---------------------------------------------------------------- 4.1 several gradients
 
 
+# name of the outer function z = f(y) -> its derivative f' with NumPy
+_SLOPES = {"sin": np.cos, "cos": lambda y: -np.sin(y)}
+# (n, f): y = x^n and z = f(y); the notebook's text has (3, "sin")
+_FORMS = ((2, "sin"), (4, "sin"), (2, "cos"), (3, "cos"), (4, "cos"))
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 class SeveralGradients(_TapeExercise):
     number = "4.1"
     answer = "several_gradients"
+    # The power n of y = x^n and the function f of z = f(y), drawn as a pair so that no variant is the
+    # notebook's own (3, sin).
+    space = Space(default={"form": (3, "sin")}, draws={"form": lambda rng: _FORMS[int(rng.integers(len(_FORMS)))]},
+                  wording={"n": lambda v: v["form"][0], "z_code": lambda v: f"tf.{v['form'][1]}(y)",
+                           "y_text": lambda v: f"y = x{str(v['form'][0]).translate(_SUPERSCRIPT)}",
+                           "z_text": lambda v: f"z = {v['form'][1]}(y)"})
+    statement = ("Write `several_gradients(x)` that takes a 1-D float constant `x`, records ${y_text} and ${z_text} in "
+                 "**one** forward pass, and returns the list `[dy_dx, dz_dx]` (both with respect to `x`).")
     visible_cases = ((1.0, -0.5),)
     praise = "two gradients from a single forward pass, and no tape left holding its record."
     hints = (
         "A tape normally answers one `gradient` call. Which argument of `tf.GradientTape` lets it answer more?",
         "Open `tf.GradientTape(persistent=True)`, call `tape.watch(x)` (x is a constant), then compute "
-        "`y = x**3` and `z = tf.sin(y)` inside the block.",
+        "`y = x**$n` and `z = $z_code` inside the block.",
     )
 
     def check_case(self, fn, values, facts):
@@ -56,7 +72,10 @@ class SeveralGradients(_TapeExercise):
         call = self.call(fn, x, shown=f"x={fmt(x)}")
         got = call.value
         xs = np.array(values, np.float64)
-        dy_dx, dz_dx = 3 * xs**2, np.cos(xs**3) * 3 * xs**2
+        n, outer = self.variant["form"]
+        slope = _SLOPES[outer]
+        dy_dx = n * xs ** (n - 1)
+        dz_dx = slope(xs**n) * dy_dx
         problem = arrangement("several_gradients(x)", [dy_dx, dz_dx], got) if got is not None else None
         if problem:
             raise problem
@@ -67,7 +86,7 @@ class SeveralGradients(_TapeExercise):
             if value is None:
                 raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "constant"})
         swapped = "Your gradients are swapped: return `[dy_dx, dz_dx]`."
-        wrt_y = Alternative("dz/dy", np.cos(xs**3), "wrong-source",
+        wrt_y = Alternative("dz/dy", slope(xs**n), "wrong-source",
                             "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
                             "Pass `x`: the tape chains through `y` by itself.")
         for i, (name, expected, others) in enumerate((("dy_dx", dy_dx, []), ("dz_dx", dz_dx, [wrt_y]))):
@@ -124,16 +143,29 @@ class _Tracked:
         return float(self.weight * np.sum(x * x))
 
 
+def _times(mu: float) -> str:
+    """`mu * ` as code writes it before a term, nothing for 1."""
+    return "" if mu == 1 else f"{mu:g} * "
+
+
 class TwoGradientsAndRelease(_TapeExercise):
     number = "4.2"
     answer = "two_gradients_and_release"
+    # The weight mu of the penalty's gradient in the step, lr * (dloss_dx + mu * dpenalty_dx) (1 in the text).
+    space = Space(default={"mu": 1}, draws={"mu": lambda rng: float(rng.choice([0.25, 0.5, 1.5, 2, 3]))},
+                  wording={"mu_times": lambda v: _times(v["mu"])})
+    statement = ("Write `two_gradients_and_release(f, x, lr)`. `x` is a `tf.Variable` and `f(x)` returns two scalars, "
+                 "`(loss, penalty)`. Your function must: 1. record `loss, penalty = f(x)` on one persistent tape and, "
+                 "after its `with` block, get `dloss_dx` and `dpenalty_dx`; 2. release the tape with `del tape`; "
+                 "3. take one step: `x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))`; 4. call `f(x)` again "
+                 "and return `[dloss_dx, dpenalty_dx, new_loss]`, where `new_loss` is the loss after the step.")
     visible_cases = (((0.5, -1.0, 2.0), 0.1, 1.5, 0.2),)
     praise = "two gradients from one recording, and the tape let go of its intermediates before the next forward pass."
     hints = (
         "Record `loss, penalty = f(x)` once on a persistent tape and ask it for two gradients; "
         "then free it before you call `f` again.",
         "After the `with` block: the two `gradient` calls, then `del tape`, then "
-        "`x.assign_sub(lr * (dloss_dx + dpenalty_dx))`.",
+        "`x.assign_sub(lr * (dloss_dx + ${mu_times}dpenalty_dx))`.",
     )
 
     def check_case(self, fn, case, facts):
@@ -148,7 +180,8 @@ class TwoGradientsAndRelease(_TapeExercise):
 
         dloss = numeric_gradient(f.numpy_loss, x0)
         dpenalty = numeric_gradient(f.numpy_penalty, x0)
-        x1 = x0 - lr * (dloss + dpenalty)
+        mu = self.variant["mu"]
+        x1 = x0 - lr * (dloss + mu * dpenalty)
         if not isinstance(got, (list, tuple)) or len(got) != 3:
             raise Incorrect(mismatch([dloss, dpenalty, 0.0], got, "two_gradients_and_release(...)")
                             or "`two_gradients_and_release` should return `[dloss_dx, dpenalty_dx, new_loss]`.")
@@ -171,11 +204,12 @@ class TwoGradientsAndRelease(_TapeExercise):
         step = (1e-4, 1e-4)  # rtol, atol: `x` and the loss after a float32 step
         problem = wrong_value("x", x1, x.numpy(), [
             Alternative("x before the step", x0, "no-update", "`x` did not move. Did you call `x.assign_sub(...)`?"),
-            Alternative("a step uphill", x0 + lr * (dloss + dpenalty), "uphill-step",
+            Alternative("a step uphill", x0 + lr * (dloss + mu * dpenalty), "uphill-step",
                         "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?"),
-        ], otherwise="Did you step by `lr * (dloss_dx + dpenalty_dx)`?", rtol=step[0], atol=step[1])
-        moved = combination({"dloss_dx": dloss, "dpenalty_dx": dpenalty}, {"dloss_dx": lr, "dpenalty_dx": lr},
-                            x0 - x.numpy(), "your step (`x` before minus `x` after)", *step) \
+        ], otherwise=self.variant.fill("Did you step by `lr * (dloss_dx + ${mu_times}dpenalty_dx)`?"),
+            rtol=step[0], atol=step[1])
+        moved = combination({"dloss_dx": dloss, "dpenalty_dx": dpenalty}, {"dloss_dx": lr, "dpenalty_dx": lr * mu},
+                            x0 - x.numpy(), "your step (`x` before minus `x` after)", *step, rate=lr) \
             if problem and problem.cause is None else None
         if moved is not None:
             raise Incorrect(f"{mismatch(x1, x.numpy(), 'x', *step)} {moved[1]}", cause=moved[0])
@@ -218,6 +252,8 @@ _SCALAR_FUNCTIONS = {
 class SecondDerivative(_TapeExercise):
     number = "4.3"
     answer = "second_derivative"
+    fixed_because = ("`second_derivative` is a procedure for any `f` and `x` it is given: two nested tapes hold no "
+                     "numbers of their own, so only the test's functions and points could change, not what you write.")
     visible_cases = (("x**4", 1.0), ("sin", 0.5))
     praise = "the outer tape recorded the inner `gradient` call, so it could differentiate the derivative."
     hints = (
@@ -285,6 +321,9 @@ def _hessian(grad, point: np.ndarray) -> np.ndarray:
 class Hessian(_TapeExercise):
     number = "4.4"
     answer = "hessian"
+    fixed_because = ("`hessian` is a procedure for any `f` and `x` it is given: two nested tapes and a `jacobian` "
+                     "hold no numbers of their own, so only the test's functions and points could change, not what "
+                     "you write.")
     visible_cases = (("x0**2*x1 + x1**3", (1.0, 2.0)),)
     praise = "`jacobian` of the gradient gave one row per component: the full Hessian."
     hints = (

@@ -15,6 +15,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
+from tapelab.checker.variants import Space
 
 __all__ = ["ex3_1", "ex3_2", "ex3_3", "ex3_4"]
 
@@ -54,8 +55,10 @@ def _model_case(spec, n_out: int = 1):
     return model, weights, x
 
 
-def _input_gradient(weights, x) -> np.ndarray:
-    """d sum(model(x)) / dx by float64 central differences."""
+def _input_gradient(weights, x, squash: bool = False) -> np.ndarray:
+    """d sum(model(x)) / dx (of `sigmoid(model(x))` when `squash`) by float64 central differences."""
+    if squash:
+        return numeric_gradient(lambda x_: (1 / (1 + np.exp(-_forward(weights, x_)))).sum(), x)
     return numeric_gradient(lambda x_: _forward(weights, x_).sum(), x)
 
 
@@ -74,27 +77,56 @@ def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
 
 # --- 3.1 ------------------------------------------------------------------------------------
 
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _product(symbol: str, times: int) -> str:
+    """`symbol` multiplied by itself as code writes it: `x * x * x` for 3."""
+    return " * ".join([symbol] * times)
+
+
+def _power(symbol: str, exponent: int) -> str:
+    """`symbol` to `exponent` as the task writes it: `x⁴`, and `y` for 1."""
+    return symbol if exponent == 1 else f"{symbol}{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+# (p, q): y = x^p and z = y^q, written as products; the notebook's text has (2, 2)
+_POWERS = ((2, 3), (2, 4), (3, 2), (3, 3))
+
+
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
     answer = "intermediate_gradient"
+    # The powers of the two steps, y = x^p and z = y^q ((2, 2) in the notebook's text), drawn as a pair so that
+    # no variant is the notebook's own: dz/dy = q y^(q-1).
+    space = Space(default={"powers": (2, 2)}, draws={"powers": lambda rng: _POWERS[int(rng.integers(len(_POWERS)))]},
+                  wording={"y_code": lambda v: _product("x", v["powers"][0]),
+                           "z_code": lambda v: _product("y", v["powers"][1]),
+                           "z_of_x": lambda v: _power("x", v["powers"][0] * v["powers"][1]),
+                           "dz_dy": lambda v: f"{v['powers'][1]}{_power('y', v['powers'][1] - 1)}",
+                           "dy_dx": lambda v: f"{v['powers'][0]}{_power('x', v['powers'][0] - 1)}"})
+    statement = ("Write `intermediate_gradient(x)` that takes a float constant tensor `x` (any shape), computes "
+                 "`y = ${y_code}` and `z = ${z_code}` under a tape, and returns dz/dy (not dz/dx).")
     visible_cases = ((1.0, 2.0, -0.5),)
     praise = "an intermediate result is a source like any other, once the tape has recorded it."
     hints = (
         "`x` is a constant, so the tape records nothing about it until you watch it.",
-        "Inside the tape: `tape.watch(x)` first, then `y = x * x` and `z = y * y`.",
+        "Inside the tape: `tape.watch(x)` first, then `y = ${y_code}` and `z = ${z_code}`.",
     )
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
         got = self.call(fn, x, shown=f"x={fmt(x)}").value
         x64 = np.array(values, np.float64)
-        expected = numeric_gradient(lambda y_: float(np.sum(y_**2)), x64**2)
+        p, q = self.variant["powers"]
+        expected = numeric_gradient(lambda y_: float(np.sum(y_**q)), x64**p)
         if got is None:
             raise none_feedback("`intermediate_gradient(x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
         problem = wrong_value("dz_dy", expected, got, [
-            Alternative("dz/dx", 4 * x64**3, "wrong-source",
+            Alternative("dz/dx", p * q * x64 ** (p * q - 1), "wrong-source",
                         "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
-            Alternative("dy/dx", 2 * x64, "wrong-target", "That is dy/dx. The target is `z` and the source is `y`."),
+            Alternative("dy/dx", p * x64 ** (p - 1), "wrong-target",
+                        "That is dy/dx. The target is `z` and the source is `y`."),
             *_differentiates_itself(facts, x64)])
         if problem:
             raise problem
@@ -118,17 +150,39 @@ def _abs_before_gradient(fn) -> str:
 class InputSaliency(_WatchExercise):
     number = "3.2"
     answer = "input_saliency"
+    # What is differentiated (the model's output, or its sigmoid: a probability) and whether the gradient is
+    # multiplied by the input first ("gradient x input"), drawn as a pair (squash, times_input) so that no
+    # variant is the notebook's own (False, False).
+    space = Space(default={"kind": (False, False)},
+                  draws={"kind": lambda rng: ((True, False), (False, True), (True, True))[int(rng.integers(3))]},
+                  wording={"y_code": lambda v: "tf.sigmoid(model(x))" if v["kind"][0] else "model(x)",
+                           "squash": lambda v: "tf.sigmoid(" if v["kind"][0] else "",  # around a model call
+                           "squashed": lambda v: ")" if v["kind"][0] else "",
+                           "times": lambda v: "x * " if v["kind"][1] else "",
+                           "formula": lambda v: "|{}d {} / d x|".format("x · " if v["kind"][1] else "",
+                                                                      "sigmoid(output)" if v["kind"][0] else "output"),
+                           "words": lambda v: "{}the gradient of {} with respect to {}".format(
+                               "the input times " if v["kind"][1] else "",
+                               "the sigmoid of the model's output" if v["kind"][0] else "the model's output",
+                               "it" if v["kind"][1] else "its input"),
+                           "taken": lambda v: "multiplied by the input and taken in absolute value"
+                           if v["kind"][1] else "taken in absolute value",
+                           "size_of": lambda v: "input times gradient" if v["kind"][1] else "the gradient"})
+    statement = ("Write `input_saliency(model, x)` that returns ${formula}: the absolute value of ${words}.")
     visible_cases = ((3, 4, 5, 7),)
     praise = "the magnitude of the input gradient says how much each input feature moves the output."
     hints = (
         "`x` arrives as a NumPy array, and a tape can only watch TensorFlow tensors and variables.",
-        "Convert it with `x = tf.constant(x)`, then inside the tape `tape.watch(x)` and `y = model(x)`.",
+        "Convert it with `x = tf.constant(x)`, then inside the tape `tape.watch(x)` and `y = ${y_code}`.",
     )
 
     def check_case(self, fn, spec, facts):
         model, weights, x = _model_case(spec)
         got = self.call(fn, model, x, shown=f"model, x of shape {x.shape}").value
-        signed = _input_gradient(weights, x.astype(np.float64))
+        squash, times_input = self.variant["kind"]
+        signed = _input_gradient(weights, x.astype(np.float64), squash)
+        if times_input:
+            signed = x.astype(np.float64) * signed
         expected = np.abs(signed)
         if got is None:
             raise none_feedback("`input_saliency(model, x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
@@ -141,11 +195,12 @@ class InputSaliency(_WatchExercise):
         if outer_abs and np.any(to_numpy(got) < 0):
             raise Incorrect(f"`saliency` has negative entries, so it is not a magnitude: your `{outer_abs}` is taken "
                             "before `gradient`, so you differentiate the absolute value of the output rather than "
-                            "the output. Take `tf.abs` of the gradient: `tf.abs(tape.gradient(y, x))`.",
-                            cause="wrong-target")
+                            "the output. Take `tf.abs` of the gradient: "
+                            f"`{self.variant.fill('tf.abs(${times}tape.gradient(y, x))')}`.", cause="wrong-target")
+        signs = "products of input and gradient" if times_input else "gradients"
         problem = wrong_value("saliency", expected, got, [] if facts.calls_to("abs") else [Alternative(
-            "the signed gradients", signed, "missing-abs",
-            "Those are the signed gradients: the saliency is their magnitude. Did you forget `tf.abs`?")])
+            f"the signed {signs}", signed, "missing-abs",
+            f"Those are the signed {signs}: the saliency is their magnitude. Did you forget `tf.abs`?")])
         if problem:
             raise problem
 
@@ -155,6 +210,9 @@ class InputSaliency(_WatchExercise):
 class InputOnlyGradient(_WatchExercise):
     number = "3.3"
     answer = "input_only_gradient"
+    fixed_because = ("`input_only_gradient` is a procedure for any `model` and `x` it is given: a tape that watches "
+                     "only `x`, its gradient and its `watched_variables()` hold no numbers of their own, so only the "
+                     "test's models and inputs could change, not what you write.")
     visible_cases = ((2, 3, 4, 21),)
     praise = "the tape recorded the input and nothing else: no weight was watched."
     hints = (
@@ -205,6 +263,9 @@ class InputOnlyGradient(_WatchExercise):
 class PerExampleJacobian(_WatchExercise):
     number = "3.4"
     answer = "per_example_jacobian"
+    fixed_because = ("`per_example_jacobian` is a procedure for any `model` and batch `x` it is given: the "
+                     "`batch_jacobian` of the model's output holds no numbers of its own, so only the test's models "
+                     "and inputs could change, not what you write.")
     visible_cases = ((4, 5, 6, 3, 31),)
     praise = "one matrix of partial derivatives per example, each of shape (outputs, inputs)."
     hints = (
