@@ -16,6 +16,8 @@ from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
+from tapelab.checker.evident import evident
+from tapelab.checker.premises import vetted
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
@@ -84,7 +86,7 @@ class Exercise:
             for case in chosen:
                 self.check_case(fn, case, facts)
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
-            explained = self._departed(static.explain(failure, self._facts), fn)
+            explained = self._departed(vetted(static.explain(failure, self._facts), self._facts), fn)
             explained.exercise = failure.exercise or self.number
             if explained is failure:
                 raise
@@ -95,11 +97,15 @@ class Exercise:
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
         """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
         (tapelab.checker.departure: for an error, only the departures that explain one), an Incorrect that adds
-        it and names its cause; a constant factor behind a reduction over some axes becomes `wrong-axis`."""
+        it and names its cause; a constant factor behind a reduction over some axes becomes `wrong-axis`. A cause the
+        code shows by itself (tapelab.checker.evident) comes first."""
         if isinstance(failure, Incorrect) and failure.cause == "constant-factor":
             return _adding(failure, reduced_axis(fn))  # the factor, from the values; the reduction that makes it
         if not isinstance(failure, Incorrect) or failure.cause is not None:
             return failure
+        shown = evident(self._facts)
+        if shown is not None:
+            return _adding(failure, shown)
         return _adding(failure, departure(fn, self._facts, self.unread_parameters, raised=bool(failure.observed)))
 
     def departs_from(self, fn: Callable, args: tuple, formula: Callable) -> Explanation | None:
@@ -215,7 +221,8 @@ def _adding(failure: Incorrect, why: Explanation | None) -> Incorrect:
     """`failure` with `why` said after it and its cause named, or `failure` itself when `why` is None."""
     if why is None:
         return failure
-    return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
+    said = str(failure).replace(" No known mistake gives exactly these values.", "")  # now one does
+    return Incorrect(f"{said} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
 
 
 def _source_lines(fn: Any) -> tuple[list[str] | None, int]:

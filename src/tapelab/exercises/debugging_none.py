@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.checker.compare import to_numpy
 from tapelab.checker.departure import function_node
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.diagnose import CAUSES, blocking_call
@@ -270,10 +271,18 @@ class StraightThrough(Exercise):
             "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
             "straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient(tf.round(z) - z)`"
             " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
+        def probed(formula):  # confirmed on a second input where rounding w, flooring and rounding w * x differ
+            return lambda: self._probe(fn, formula)
+
+        weight_rounded = lambda w, x_, y_: 2 * np.mean((np.round(w) * x_ - y_) * x_)
+        floored = lambda w, x_, y_: 2 * np.mean((np.floor(np.float32(w) * x_) - y_) * x_)
         problem = wrong_value("dl_dw", expected, got, [Alternative(
-            "the weight rounded", 2 * np.mean((np.round(w0) * x - y) * x), "wrong-target",
+            "the weight rounded", weight_rounded(w0, x, y), "wrong-target",
             "That is the straight-through gradient of a loss whose weight is rounded, `round(w) * x`; the task "
-            "rounds the prediction, `round(w * x)`."), Alternative(
+            "rounds the prediction, `round(w * x)`.", probed(weight_rounded)), Alternative(
+            "rounded down", floored(w0, x, y), "wrong-target",
+            "That is the straight-through gradient with the predictions rounded down, `tf.floor(w * x)`; the task "
+            "rounds to the nearest, as `tf.round` does.", probed(floored)), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
             "predictions, `round(w * x)`."), Alternative(
@@ -283,6 +292,13 @@ class StraightThrough(Exercise):
             otherwise="Is the loss the mean squared error of the rounded predictions?")
         if problem:
             raise problem
+
+    def _probe(self, fn, formula) -> bool:
+        """Whether `fn`'s gradient on a second input, where the known wrong roundings all differ, is `formula`'s."""
+        w0, x, y = 1.3, np.array([0.7, 1.9, 2.6, -1.2]), np.array([1.0, 2.0, 3.0, -1.0])
+        got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32), tf.constant(y, tf.float32),
+                        shown=f"w=tf.Variable({w0})").value
+        return got is not None and bool(np.isclose(float(to_numpy(got)), formula(w0, x, y), rtol=1e-3, atol=1e-4))
 
 
 _LAYERS = (("encoder", 2, 3), ("head", 3, 1), ("aux", 3, 1))  # no path is a substring of another

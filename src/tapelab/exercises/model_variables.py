@@ -165,11 +165,17 @@ class ManualSgdStep(Exercise):
                                  "The variables did not change. Did you write `v = v - lr * g`? That rebinds the "
                                  "name to a new tensor and leaves the variable alone: change it in place with "
                                  "`v.assign_sub(lr * g)`."))
+        # `v.assign(lr * g)` from a zero start is also `before + lr * g`: the code tells the two apart
+        replaced = facts.found and facts.calls_to("assign") and not (facts.calls_to("assign_sub")
+                                                                    or facts.calls_to("assign_add"))
         alternatives = (
             unchanged,
             Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
                         "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
-                        "`v.assign_sub(lr * g)`."),
+                        "`v.assign_sub(lr * g)`.", lambda: not replaced),
+            Alternative("replaced by the step", by_name(steps), "assign-replaces",
+                        "Each variable now holds the step `lr * g` itself: `v.assign(...)` replaces the value with its "
+                        "argument. Subtract the step from it with `v.assign_sub(lr * g)`.", lambda: bool(replaced)),
             Alternative("whole gradient", by_name(b - to_numpy(g) for b, g in zip(before, grads)), "no-learning-rate",
                         "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
             *(Alternative(f"only {names[i]}", by_name(e if k == i else b

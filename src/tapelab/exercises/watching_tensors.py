@@ -195,6 +195,12 @@ class InputOnlyGradient(_WatchExercise):
                             cause="weights-watched")
         if len(watched) > 0:
             names = ", ".join(f"`{getattr(v, 'name', v)}`" for v in watched[:4])
+            made = [a for a in facts.assignments if a.made_by == "variable"] if facts.found else []
+            if facts.tapes and not any(t.watch_accessed for t in facts.tape_blocks) and made:
+                raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. Your tape "
+                                "watches only what you watch, but `" + f"{made[0].names[0]} = {made[0].value}" + "` "
+                                "made a `tf.Variable`, and a watched variable is listed by `watched_variables()`. "
+                                "Watch the constant tensor `x` itself.", cause="weights-watched")
             raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. By default "
                             "a tape watches every trainable variable the model reads. Did you open it with "
                             "`tf.GradientTape(watch_accessed_variables=False)`?", cause="weights-watched")
