@@ -1,0 +1,58 @@
+"""Questions vetted against the code (tapelab.checker.premises): a question the code already answers is never shown."""
+import pytest
+
+from answers import define
+from tapelab.checker.code_facts import CodeFacts
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.premises import PREMISES, vetted
+
+_BY_NAME = {p.name: p for p in PREMISES}
+
+
+def _facts(code: str, label: str) -> CodeFacts:
+    namespace = define(code, f"premise {label}", {})
+    fn = next(v for k, v in namespace.items() if callable(v) and not k.startswith("__"))
+    return CodeFacts.of(fn)
+
+
+@pytest.mark.parametrize("premise", PREMISES, ids=[p.name for p in PREMISES])
+def test_a_question_the_code_already_answers_is_taken_out(premise):
+    """Is every template's question, put to code that already does what it asks about, taken out with its cause?"""
+    failure = Incorrect(f"`x` is 1.0, but should be 2.0. {premise.question}", cause=premise.causes[0])
+    shown = vetted(failure, _facts(premise.example, premise.name))
+    assert premise.question not in str(shown) and shown.cause is None, str(shown)
+    assert str(shown) == "`x` is 1.0, but should be 2.0."
+
+
+# Code that does not answer the question: the question stays.
+_OPEN = {
+    "rebound": "def manual_sgd_step(variables, grads, lr):\n    for v, g in zip(variables, grads):\n        v = v - lr * g\n",
+    "asked-twice": "def f(x):\n    with tf.GradientTape() as tape:\n        y = x * x\n"
+                   "    return tape.gradient(y, x), tape.gradient(y, x)\n",
+    "inside-block": "def f(x):\n    y = x * x\n    with tf.GradientTape() as tape:\n        pass\n"
+                    "    return tape.gradient(y, x)\n",
+    "assign-add": "def manual_sgd_step(variables, grads, lr):\n    for v, g in zip(variables, grads):\n"
+                  "        v.assign_add(lr * g)\n",
+}
+_NOTHING = "def f(x):\n    with tf.GradientTape() as tape:\n        y = model(x)\n    return y\n"
+
+
+@pytest.mark.parametrize("premise", PREMISES, ids=[p.name for p in PREMISES])
+def test_a_question_the_code_leaves_open_stays(premise):
+    """Is the same question kept, with its cause, for code that does not answer it (the near miss)?"""
+    failure = Incorrect(f"`x` is 1.0, but should be 2.0. {premise.question}", cause=premise.causes[0])
+    shown = vetted(failure, _facts(_OPEN.get(premise.name, _NOTHING), premise.name + " open"))
+    assert shown is failure
+
+
+def test_each_question_matches_its_own_pattern():
+    """Does each template's pattern find the question as the engine writes it?"""
+    for premise in PREMISES:
+        assert premise.find(premise.question), premise.name
+
+
+def test_without_source_nothing_is_taken_out():
+    """Is a failure left as it is when the function's source cannot be read (no facts, no evidence)?"""
+    premise = _BY_NAME["apply-called"]
+    failure = Incorrect(f"Nothing moved. {premise.question}", cause="no-update")
+    assert vetted(failure, CodeFacts()) is failure
