@@ -17,6 +17,7 @@ from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
 from tapelab.checker.evident import evident
+from tapelab.checker.none_errors import none_error
 from tapelab.checker.premises import vetted
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
 from tapelab.checker.explanations import Explanation, error_cause
@@ -205,7 +206,8 @@ class Exercise:
         line = line_of(error, self._file)
         at = f" at {line.where()}" if line else ""
         observed = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
-        return observed, error_cause(error, self._facts, self.parameter_kinds) or translate(error, line)
+        return observed, (none_error(error, self._facts, self.parameter_kinds)
+                          or error_cause(error, self._facts, self.parameter_kinds) or translate(error, line))
 
     def _lookup(self) -> Any:
         namespace = _user_namespace()

@@ -1,0 +1,54 @@
+"""Errors that a `None` gradient causes one step later, traced back to the gradient call that gave it.
+
+Python says "'NoneType' object is not subscriptable" or "unsupported operand type(s) ... 'NoneType'", and
+`tape.gradient` says its target was None when that target is itself an earlier gradient: neither names the call
+that returned None. This module finds that call in the code's facts and explains it (tapelab.checker.explanations).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from tapelab.checker.code_facts import CodeFacts, GradientCall
+from tapelab.checker.explanations import Explanation, explain_none
+
+__all__ = ["none_error"]
+
+
+def none_error(error: BaseException, facts: CodeFacts, values: Mapping[str, Any] | None = None) -> Explanation | None:
+    """Why a `None` gradient raised `error` downstream, when the code shows which call returned it; else None."""
+    if not facts.found or not facts.gradient_calls:
+        return None
+    text = str(error)
+    if "Argument `target` should be" in text:
+        return _none_target(facts, values)
+    if isinstance(error, TypeError) and "'NoneType'" in text:
+        for call in facts.gradient_calls:
+            why = _sliced_target(facts, call) or explain_none(facts, call, values)
+            if why.cause:
+                return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}", why.cause)
+    return None
+
+
+def _none_target(facts: CodeFacts, values) -> Explanation | None:
+    """A gradient call whose target is the result of an earlier gradient call, which returned None."""
+    for call in facts.gradient_calls:
+        earlier = next((c for c in facts.gradient_calls if c.result == call.target and c.line < call.line), None)
+        if earlier is None:
+            continue
+        why = explain_none(facts, earlier, values)
+        if why.cause:
+            return Explanation(f"`{call.text()}` got `None` as its target: `{call.target}` comes from "
+                               f"`{earlier.text()}`, which returned `None`. {why.text}", why.cause)
+    return None
+
+
+def _sliced_target(facts: CodeFacts, call: GradientCall) -> Explanation | None:
+    """The target is a slice written in the gradient call, after the tape's block: the slice was never recorded."""
+    tape = facts.tape(call.tape)
+    if tape is None or tape.contains(call.line) or not re.fullmatch(r"[A-Za-z_]\w*\[.+\]", call.target):
+        return None
+    whole = call.target.split("[", 1)[0]
+    return Explanation(f"The target `{call.target}` is sliced when `{call.text()}` runs, after the `with` block: the "
+                       f"slice is a new tensor `{tape.name}` never recorded, so its gradient is `None`. Differentiate "
+                       f"`{whole}` itself (or slice inside the block).", "outside-tape")
