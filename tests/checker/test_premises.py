@@ -56,3 +56,24 @@ def test_without_source_nothing_is_taken_out():
     premise = _BY_NAME["apply-called"]
     failure = Incorrect(f"Nothing moved. {premise.question}", cause="no-update")
     assert vetted(failure, CodeFacts()) is failure
+
+
+def test_a_generic_fix_the_task_rules_out_gives_way_to_the_task_s_own():
+    """Is "open it with persistent=True" replaced by the exercise's own fix where its task rules it out?"""
+    from tapelab.exercises.persistent_tapes import ex4_3
+
+    failure = Incorrect("A non-persistent tape answers one `gradient` call and is then released. To ask one tape "
+                        "several times, open it with `tf.GradientTape(persistent=True)` and `del tape` after the last "
+                        "call.", cause="tape-used-twice")
+    shown = vetted(failure, CodeFacts(), ex4_3.remedies)
+    assert "persistent=True" not in str(shown) and "nested tapes" in str(shown) and shown.cause == "tape-used-twice"
+
+
+def test_every_remedy_an_exercise_rules_out_is_one_the_engine_offers():
+    """Does each exercise's `remedies` name a generic fix of the table (so none silently never applies)?"""
+    from tapelab.checker.premises import REMEDIES
+    from tapelab.exercises import basic_tape, debugging_none, persistent_tapes, watching_tensors
+
+    for module in (basic_tape, debugging_none, persistent_tapes, watching_tensors):
+        for name in module.__all__:
+            assert set(getattr(module, name).remedies) <= set(REMEDIES), name

@@ -61,6 +61,9 @@ class Exercise:
     # Parameters the reference answer does not read, so that never reading them is no departure
     # (tapelab.checker.departure; tests/checker/test_departure.py checks every reference against it).
     unread_parameters: frozenset[str] = frozenset()
+    # Generic fixes this task rules out, by key of tapelab.checker.premises.REMEDIES, each with the fix it asks for
+    # instead ("" to say nothing): a persistent tape is no fix where the task asks for nested tapes.
+    remedies: dict[str, str] = {}
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
     _file: str | None = None  # the file its code was compiled from (the answer cell), set by `check`
     _given: dict = {}  # case key -> the expected values a hidden test passed to `check`, set by `check`
@@ -87,7 +90,7 @@ class Exercise:
             for case in chosen:
                 self.check_case(fn, case, facts)
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
-            explained = self._departed(vetted(static.explain(failure, self._facts), self._facts), fn)
+            explained = self._departed(vetted(static.explain(failure, self._facts), self._facts, self.remedies), fn)
             explained.exercise = failure.exercise or self.number
             if explained is failure:
                 raise

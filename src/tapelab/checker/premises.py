@@ -15,7 +15,7 @@ from typing import Callable
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.messages import Feedback, Incorrect
 
-__all__ = ["Premise", "PREMISES", "vetted", "contradicted"]
+__all__ = ["Premise", "PREMISES", "REMEDIES", "vetted", "contradicted"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,8 @@ def manual_sgd_step(variables, grads, lr):
     for v, g in zip(variables, grads):
         values = v.numpy()
         values -= lr * g.numpy()
-''', question='Did you write `v = v - lr * g`? That rebinds the name to a new tensor and leaves the variable alone: change it in place with `v.assign_sub(lr * g)`.'),
+''', question="Did you write `v = v - lr * g`? That rebinds the name to a new tensor and leaves the variable "
+            "alone: change it in place with `v.assign_sub(lr * g)`."),
     Premise("watch-called", r" ?Did you call `(\w+)\.watch\((\w+)\)` inside the `with` block\?",
             lambda f, m: f.tape(m[1]) is not None and f.tape(m[1]).watch_line(m[2]) is not None, ("not-watched",), '''
 def sigmoid_slopes(x):
@@ -132,6 +133,14 @@ def model_gradients(model, loss_fn, x, y):
 )
 
 
+# Generic fixes that fit TensorFlow's error but not every task: key -> the fix as the engine writes it. An exercise
+# whose task rules one out gives, under that key in its `remedies`, the fix its task asks for instead.
+REMEDIES: dict[str, str] = {
+    "persistent": r" ?To ask one tape several times, open it with `tf\.GradientTape\(persistent=True\)` and `del \w+` "
+                  r"after the last call\.",
+}
+
+
 def contradicted(text: str, facts: CodeFacts) -> list[tuple[Premise, re.Match]]:
     """The premises whose question appears in `text` and which the code already answers."""
     if not facts.found:
@@ -144,15 +153,20 @@ def contradicted(text: str, facts: CodeFacts) -> list[tuple[Premise, re.Match]]:
     return found
 
 
-def vetted(failure: Feedback, facts: CodeFacts) -> Feedback:
+def vetted(failure: Feedback, facts: CodeFacts, remedies: dict[str, str] | None = None) -> Feedback:
     """`failure` with every question the code already answers taken out, and its cause with it when that question
-    stood for the cause; `failure` itself when nothing is contradicted."""
+    stood for the cause, and every generic fix the exercise rules out replaced by the exercise's own (`remedies`,
+    key of REMEDIES -> its fix); `failure` itself when nothing changes."""
     if not isinstance(failure, Incorrect):
         return failure
     text, cause = str(failure), failure.cause
     wrong = contradicted(text, facts)
-    if not wrong:
+    ruled_out = [(re.search(REMEDIES[key], text), fix) for key, fix in (remedies or {}).items() if key in REMEDIES]
+    ruled_out = [(m, fix) for m, fix in ruled_out if m is not None]
+    if not wrong and not ruled_out:
         return failure
+    for match, fix in ruled_out:
+        text = text.replace(match[0], f" {fix}" if fix else "")
     for premise, match in wrong:
         text = text.replace(match[0], "")
         if cause in premise.causes:

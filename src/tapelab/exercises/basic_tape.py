@@ -61,6 +61,8 @@ def _layer_case(spec):
 
 class LossGradients(Exercise):
     number = "1.2"
+    remedies = {"persistent": (
+        'The task asks for a single call: pass both sources in one list, `tape.gradient(loss, [w, b])`.')}
     answer = "loss_gradients"
     visible_cases = ("worked",)
     praise = "one `gradient` call with a list of sources gave a list of gradients, each shaped like its source."
@@ -108,6 +110,9 @@ def _sigmoid(x):
 
 class SigmoidSlopes(Exercise):
     number = "1.3"
+    remedies = {"persistent": (
+        'The task asks for a single call, `tape.gradient(y, x)`: each output depends on one input, so it '
+        'gives every slope.')}
     answer = "sigmoid_slopes"
     visible_cases = ((-1.0, 0.0, 2.0),)
     praise = "a non-scalar target is summed, and each output depends on one input, so you got every slope at once."

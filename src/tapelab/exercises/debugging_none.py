@@ -187,6 +187,9 @@ _REPLACED = ("After the first step `w` was no longer a variable: did you write `
 
 class TwoSteps(Exercise):
     number = "5.3"
+    remedies = {"persistent": (
+        'Each step needs the loss recorded after the previous update: open a new `tf.GradientTape()` inside'
+        " the loop, around that step's loss.")}
     answer = "two_steps"
     visible_cases = ((0.5, (1.0, 2.0, 3.0), (2.0, 4.0, 6.0), 0.05),)
     praise = "`w` stayed a variable, so the tape watched it on the second step too."

@@ -217,6 +217,9 @@ _SCALAR_FUNCTIONS = {
 
 class SecondDerivative(_TapeExercise):
     number = "4.3"
+    remedies = {"persistent": (
+        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
+        " the outer tape's `with` block, and the outer tape for the second.")}
     answer = "second_derivative"
     visible_cases = (("x**4", 1.0), ("sin", 0.5))
     praise = "the outer tape recorded the inner `gradient` call, so it could differentiate the derivative."
@@ -284,6 +287,9 @@ def _hessian(grad, point: np.ndarray) -> np.ndarray:
 
 class Hessian(_TapeExercise):
     number = "4.4"
+    remedies = {"persistent": (
+        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
+        " the outer tape's `with` block, and the outer tape for the second.")}
     answer = "hessian"
     visible_cases = (("x0**2*x1 + x1**3", (1.0, 2.0)),)
     praise = "`jacobian` of the gradient gave one row per component: the full Hessian."

@@ -76,6 +76,8 @@ def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
 
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
+    remedies = {"persistent": (
+        'No second call is needed: the tape gives dz/dy directly, `tape.gradient(z, y)`.')}
     answer = "intermediate_gradient"
     visible_cases = ((1.0, 2.0, -0.5),)
     praise = "an intermediate result is a source like any other, once the tape has recorded it."
