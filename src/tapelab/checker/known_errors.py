@@ -53,6 +53,10 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
     ("had Inf values", None,
      "`tf.debugging.check_numerics` raises on a NaN or infinite value: it stops the run with an error instead of "
      "skipping the step. To skip, test with `tf.math.is_finite` and choose with `tf.cond`."),
+    ("Mean.update_state() got multiple values for argument 'sample_weight'", None,
+     "A `keras.metrics.Mean` (the loss tracker in `self.metrics`) takes the values to average and their weights, "
+     "`update_state(loss, sample_weight=...)`, not `(y, y_pred)`: feed the loss tracker the loss and the other "
+     "metrics `(y, y_pred)`."),
     ("No loss to compute", "keras2-compiled-loss",
      "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
      "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
