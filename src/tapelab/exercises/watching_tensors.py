@@ -98,8 +98,7 @@ class IntermediateGradient(_WatchExercise):
                         "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
             Alternative("dy/dx", 2 * x64, "wrong-target", "That is dy/dx. The target is `z` and the source is `y`."),
             *_differentiates_itself(facts, x64)])
-        if problem:
-            raise problem
+        self._raise_departed(problem, fn, (x,), lambda v: (lambda y: y * y)(v * v))
         if facts.found and facts.tapes == 0:
             raise Incorrect("Exercise 3.1: your numbers are right, but this exercise is about the tape. "
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
