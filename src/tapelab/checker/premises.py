@@ -3,8 +3,8 @@ student's code visibly does, and a question the code already answers is taken ou
 
 Each `Premise` is one template of the engine's questions ("Did you apply the gradients with `optimizer.apply(...)`?"):
 the pattern that finds it in a message, the code fact that contradicts it, the causes it stands for (dropped with it,
-since a diagnosis the code contradicts is no diagnosis), and a piece of code that already does what it asks, which
-tests/checker/test_premises.py walks. `vetted(failure, facts)` is what `Exercise.check` calls on every failure.
+since a diagnosis the code contradicts is no diagnosis), and the question as the engine writes it;
+tests/checker/test_premises.py walks every template with code that already does what it asks. `vetted(failure, facts)` is what `Exercise.check` calls on every failure.
 """
 from __future__ import annotations
 
@@ -20,14 +20,13 @@ __all__ = ["Premise", "PREMISES", "REMEDIES", "vetted", "contradicted"]
 
 @dataclass(frozen=True)
 class Premise:
-    """One question template, the code fact that answers it, and code that does what it asks."""
+    """One question template, the code fact that answers it, and the question as written."""
 
     name: str
     pattern: str  # a regular expression over the message: the question (and the advice that only follows from it)
     answered: Callable[[CodeFacts, re.Match], bool]
     causes: tuple[str, ...]
-    example: str  # a function's source that already does what the question asks about
-    question: str = ""  # the question as the engine writes it, for the test that walks every template
+    question: str  # the question as the engine writes it, for the test that walks every template
 
     def find(self, text: str) -> re.Match | None:
         return re.search(self.pattern, text)
@@ -46,90 +45,30 @@ def _loops_twice(facts: CodeFacts, tape: str) -> bool:
 
 PREMISES: tuple[Premise, ...] = (
     Premise("apply-called", r" ?Did you apply the gradients with `optimizer\.apply\([^`]*\)`\?",
-            lambda f, m: bool(f.calls_to("apply") or f.calls_to("apply_gradients")), ("no-update",), '''
-def train_step(model, optimizer, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True)) + model.losses
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply(grads, model.trainable_variables)
-    return loss
-''', question='Did you apply the gradients with `optimizer.apply(grads, model.trainable_variables)`?'),
+            lambda f, m: bool(f.calls_to("apply") or f.calls_to("apply_gradients")), ("no-update",), question='Did you apply the gradients with `optimizer.apply(grads, model.trainable_variables)`?'),
     Premise("epoch-loop", r" ?Did you loop `for epoch in range\(epochs\):` around the batches\?|"
                           r" ?Did you loop over `range\(epochs\)`, and over every batch of `dataset` in each\?",
-            lambda f, m: f.loop_over("range(epochs)") is not None, ("epochs-ignored",), '''
-def train_epochs(step, dataset, epochs, metric):
-    means = []
-    batches = iter(dataset)
-    for epoch in range(epochs):
-        for x, y in batches:
-            metric.update_state(step(x, y))
-        means.append(float(metric.result()))
-    return means
-''', question='Did you loop `for epoch in range(epochs):` around the batches?'),
+            lambda f, m: f.loop_over("range(epochs)") is not None, ("epochs-ignored",), question='Did you loop `for epoch in range(epochs):` around the batches?'),
     Premise("rebound", r" ?Did you write `v = v - lr \* g`\? That rebinds the name to a new tensor and leaves the "
                        r"variable alone: change it in place with `v\.assign_sub\(lr \* g\)`\.",
-            lambda f, m: not _rebinds(f), ("replaced-by-tensor",), '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        values = v.numpy()
-        values -= lr * g.numpy()
-''', question="Did you write `v = v - lr * g`? That rebinds the name to a new tensor and leaves the variable "
+            lambda f, m: not _rebinds(f), ("replaced-by-tensor",), question="Did you write `v = v - lr * g`? That rebinds the name to a new tensor and leaves the variable "
             "alone: change it in place with `v.assign_sub(lr * g)`."),
     Premise("watch-called", r" ?Did you call `(\w+)\.watch\((\w+)\)` inside the `with` block\?",
-            lambda f, m: f.tape(m[1]) is not None and f.tape(m[1]).watch_line(m[2]) is not None, ("not-watched",), '''
-def sigmoid_slopes(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-    return tape.gradient(tf.sigmoid(x), x)
-''', question='Did you call `tape.watch(x)` inside the `with` block?'),
+            lambda f, m: f.tape(m[1]) is not None and f.tape(m[1]).watch_line(m[2]) is not None, ("not-watched",), question='Did you call `tape.watch(x)` inside the `with` block?'),
     Premise("input-only-tape", r" ?Did you open it with `tf\.GradientTape\(watch_accessed_variables=False\)`\?",
             lambda f, m: bool(f.tape_blocks) and not any(t.watch_accessed for t in f.tape_blocks),
-            ("weights-watched",), '''
-def input_only_gradient(model, x):
-    x = tf.Variable(x)
-    with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', question='Did you open it with `tf.GradientTape(watch_accessed_variables=False)`?'),
+            ("weights-watched",), question='Did you open it with `tf.GradientTape(watch_accessed_variables=False)`?'),
     Premise("training-mode", r" ?Did you call `model\(x, training=True\)`( inside the tape)?\?",
-            lambda f, m: f.keywords.get("training=True", 0) > 0, ("inference-mode",), '''
-def model_gradients(model, loss_fn, x, y):
-    preds = model(x, training=True)
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
-''', question='Did you call `model(x, training=True)`?'),
+            lambda f, m: f.keywords.get("training=True", 0) > 0, ("inference-mode",), question='Did you call `model(x, training=True)`?'),
     Premise("inside-block", r" ?Did you compute `(\w+)` inside the `with tf\.GradientTape\(\) as (\w+):` block\?",
-            lambda f, m: m[1] in f.inside_tape and m[1] not in f.outside_tape, ("outside-tape",), '''
-def cubic_slope(x):
-    x = tf.Variable(x)
-    with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
-    return tape.gradient(y, x)
-''', question='Did you compute `y` inside the `with tf.GradientTape() as tape:` block?'),
+            lambda f, m: m[1] in f.inside_tape and m[1] not in f.outside_tape, ("outside-tape",), question='Did you compute `y` inside the `with tf.GradientTape() as tape:` block?'),
     Premise("asked-twice", r" ?Did you call `(\w+)\.gradient` twice\?",
-            lambda f, m: not _loops_twice(f, m[1]), ("tape-used-twice",), '''
-def sigmoid_slopes(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid(x)
-    return tape.gradient(y, x)
-''', question='Did you call `tape.gradient` twice?'),
+            lambda f, m: not _loops_twice(f, m[1]), ("tape-used-twice",), question='Did you call `tape.gradient` twice?'),
     Premise("assign-add", r" ?Did you use `assign_add`\?",
-            lambda f, m: not f.calls_to("assign_add"), ("uphill-step",), '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign(lr * g)
-''', question='Did you use `assign_add`?'),
+            lambda f, m: not f.calls_to("assign_add"), ("uphill-step",), question='Did you use `assign_add`?'),
     Premise("trainable-sources", r" ?Did you differentiate with respect to `model\.trainable_variables`\?",
             lambda f, m: any("trainable_variables" in s for c in f.gradient_calls for s in c.sources),
-            ("wrong-source",), '''
-def model_gradients(model, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, model(x, training=True))
-    return tape.gradient(loss, model.trainable_variables)
-''', question='Did you differentiate with respect to `model.trainable_variables`?'),
+            ("wrong-source",), question='Did you differentiate with respect to `model.trainable_variables`?'),
 )
 
 
