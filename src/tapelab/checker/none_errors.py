@@ -38,8 +38,10 @@ def _none_target(facts: CodeFacts, values) -> Explanation | None:
             continue
         why = explain_none(facts, earlier, values)
         if why.cause:
+            both = (" Each tape watches for itself: the source must be watched by every tape that differentiates "
+                    "by it (or be a `tf.Variable`)." if why.cause == "not-watched" and facts.nested() else "")
             return Explanation(f"`{call.text()}` got `None` as its target: `{call.target}` comes from "
-                               f"`{earlier.text()}`, which returned `None`. {why.text}", why.cause)
+                               f"`{earlier.text()}`, which returned `None`. {why.text}{both}", why.cause)
     return None
 
 
