@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tapelab.checker.sources import beside, made_before
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.known_errors import KNOWN_ERRORS
 from tapelab.checker.messages import Incorrect
@@ -177,36 +178,8 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
         step = early.names[0]
         return Explanation(f"`{step}` is computed from `{source}` outside `{name}`'s `with` block, so the tape never "
                            f"recorded that step. Did you compute `{step}` inside the block?", "outside-tape")
-    return _not_connected(facts, call, target_up) or _beside(facts, call, target_up) or _made_before(facts, call, tape)
-
-
-def _beside(facts: CodeFacts, call: GradientCall, target_up: set[str]) -> Explanation | None:
-    """The source is computed in the function, and so is the target, but not from the source: both come from a
-    shared input, side by side."""
-    source, target = call.source, call.target
-    if not (re.fullmatch(r"[A-Za-z_]\w*", source) and re.fullmatch(r"[A-Za-z_]\w*", target)):
-        return None
-    if source in target_up or not facts.assignments_of(source) or not facts.assignments_of(target):
-        return None
-    made = facts.assignments_of(target, before=call.line)[-1]
-    return Explanation(f"`{target} = {made.value}` does not read `{source}`: it is computed from "
-                       f"{_listed(made.reads - {source})} directly, beside `{source}`, so there is no path from "
-                       f"`{source}` to `{target}`. Compute `{target}` from `{source}`.", "not-connected")
-
-
-def _made_before(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanation | None:
-    """The source is a tensor computed before the tape opened, and the tape never watches it."""
-    source = call.source
-    made = facts.assignments_of(source, before=tape.start)
-    if not re.fullmatch(r"[A-Za-z_]\w*", source) or not made or tape.watch_line(source) is not None:
-        return None
-    last = made[-1]
-    if last.made_by or re.fullmatch(r"[A-Za-z_][\w.]*", last.value) or facts.assignments_of(source, before=call.line)[-1] is not last:
-        return None
-    return Explanation(f"`{source} = {last.value}` runs before `{tape.name}`'s `with` block opens: "
-                       f"`{source}` is an ordinary tensor, not a variable, and a tape records what is computed from such "
-                       f"a tensor only once it is watched. Watch it, `{tape.name}.watch({source})`, first thing in the "
-                       "block (or compute it inside the block from a watched input).", "not-watched")
+    found = beside(facts, call, target_up) or made_before(facts, call, tape)  # tapelab.checker.sources
+    return _not_connected(facts, call, target_up) or (Explanation(*found) if found else None)
 
 
 def _not_connected(facts: CodeFacts, call: GradientCall, target_up: set[str]) -> Explanation | None:

@@ -273,9 +273,7 @@ class StraightThrough(Exercise):
             "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
             "straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient(tf.round(z) - z)`"
             " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
-        def probed(formula):  # confirmed on a second input where rounding w, flooring and rounding w * x differ
-            return lambda: self._probe(fn, formula)
-
+        probed = lambda formula: lambda: self._probe(fn, formula)  # noqa: E731 (a second input, see _probe)
         weight_rounded = lambda w, x_, y_: 2 * np.mean((np.round(w) * x_ - y_) * x_)
         floored = lambda w, x_, y_: 2 * np.mean((np.floor(np.float32(w) * x_) - y_) * x_)
         problem = wrong_value("dl_dw", expected, got, [Alternative(
