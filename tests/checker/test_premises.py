@@ -157,3 +157,12 @@ def test_every_remedy_an_exercise_rules_out_is_one_the_engine_offers():
     for module in (basic_tape, debugging_none, persistent_tapes, watching_tensors):
         for name in module.__all__:
             assert set(getattr(module, name).remedies) <= set(REMEDIES), name
+
+
+def test_a_call_in_a_comprehension_counts_as_asked_twice():
+    """Is "did you call `tape.gradient` twice?" kept for one call written inside a list comprehension?"""
+    premise = _BY_NAME["asked-twice"]
+    code = ("def f(x):\n    with tf.GradientTape() as tape:\n        y = x * x\n"
+            "    return [tape.gradient(y[i], x) for i in range(3)]\n")
+    failure = Incorrect(f"It raised. {premise.question}", cause="tape-used-twice")
+    assert vetted(failure, _facts(code, "comprehension")) is failure

@@ -189,6 +189,9 @@ class CodeFacts:
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.loops.append(Loop(ast.unparse(node.target), ast.unparse(node.iter), node.lineno,
                                    node.end_lineno or node.lineno))
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):  # a loop on its own lines
+            self.loops += [Loop(ast.unparse(g.target), ast.unparse(g.iter), node.lineno - 1,
+                                node.end_lineno or node.lineno) for g in node.generators]
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             self.list_added += [(ast.unparse(side), node.lineno) for side in (node.left, node.right)
                                 if isinstance(side, ast.Attribute) and side.attr == "losses"]
