@@ -209,7 +209,7 @@ class Exercise:
         line = line_of(error, self._file)
         at = f" at {line.where()}" if line else ""
         observed = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
-        return observed, (none_error(error, self._facts, self.parameter_kinds)
+        return observed, (none_error(error, self._facts, self.parameter_kinds, line.text if line else "")
                           or error_cause(error, self._facts, self.parameter_kinds) or translate(error, line))
 
     def _lookup(self) -> Any:

@@ -15,19 +15,28 @@ from tapelab.checker.explanations import Explanation, explain_none
 __all__ = ["none_error"]
 
 
-def none_error(error: BaseException, facts: CodeFacts, values: Mapping[str, Any] | None = None) -> Explanation | None:
-    """Why a `None` gradient raised `error` downstream, when the code shows which call returned it; else None."""
+def none_error(error: BaseException, facts: CodeFacts, values: Mapping[str, Any] | None = None,
+               line: str = "") -> Explanation | None:
+    """Why a `None` gradient raised `error` downstream, when the code shows which call returned it; else None.
+    `line` is the student's line that raised: a `None` of its own (not a gradient's) explains nothing here."""
     if not facts.found or not facts.gradient_calls:
         return None
     text = str(error)
     if "Argument `target` should be" in text:
         return _none_target(facts, values)
-    if isinstance(error, TypeError) and "'NoneType'" in text:
+    if isinstance(error, TypeError) and "'NoneType'" in text and _reads_a_gradient(facts, line):
         for call in facts.gradient_calls:
             why = _sliced_target(facts, call) or explain_none(facts, call, values)
             if why.cause:
                 return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}", why.cause)
     return None
+
+
+def _reads_a_gradient(facts: CodeFacts, line: str) -> bool:
+    """Whether the line that raised calls the tape or reads a name a gradient call's value was given to."""
+    results = {c.result for c in facts.gradient_calls if c.result}
+    names = set(re.findall(r"[A-Za-z_]\w*", line))
+    return bool(re.search(r"\.(gradient|jacobian|batch_jacobian)\(", line) or names & results)
 
 
 def _none_target(facts: CodeFacts, values) -> Explanation | None:
