@@ -166,3 +166,11 @@ def test_a_call_in_a_comprehension_counts_as_asked_twice():
             "    return [tape.gradient(y[i], x) for i in range(3)]\n")
     failure = Incorrect(f"It raised. {premise.question}", cause="tape-used-twice")
     assert vetted(failure, _facts(code, "comprehension")) is failure
+
+
+def test_a_question_about_a_tape_the_code_does_not_open_stays():
+    """Is a question naming a tape the code has no block for left alone (the code cannot answer it)?"""
+    premise = _BY_NAME["asked-twice"]
+    failure = Incorrect("It raised. Did you call `tape.gradient` twice?", cause="tape-used-twice")
+    code = "def f(x):\n    with tf.GradientTape() as outer:\n        y = x * x\n    return outer.gradient(y, x)\n"
+    assert premise.find(str(failure)) and vetted(failure, _facts(code, "other tape")) is failure

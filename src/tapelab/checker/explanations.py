@@ -272,7 +272,8 @@ def _second_use(facts: CodeFacts) -> Explanation:
         return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
                            f"`{twice[0].tape}.gradient` twice? Ask for both in one call: "
                            f"`{twice[0].tape}.gradient({twice[0].target}, [{sources}])`.", "tape-used-twice")
-    name = twice[0].tape if twice else "tape"
+    looped = [c for c in calls if any(loop.contains(c.line) for loop in facts.loops)]  # one call, made again
+    name = twice[0].tape if twice else looped[0].tape if looped else "tape"
     return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
                        f"`{name}.gradient` twice? To ask one tape several times, open it with "
                        f"`tf.GradientTape(persistent=True)` and `del {name}` after the last call.", "tape-used-twice")

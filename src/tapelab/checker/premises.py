@@ -63,7 +63,7 @@ PREMISES: tuple[Premise, ...] = (
     Premise("inside-block", r" ?Did you compute `(\w+)` inside the `with tf\.GradientTape\(\) as (\w+):` block\?",
             lambda f, m: m[1] in f.inside_tape and m[1] not in f.outside_tape, ("outside-tape",), question='Did you compute `y` inside the `with tf.GradientTape() as tape:` block?'),
     Premise("asked-twice", r" ?Did you call `(\w+)\.gradient` twice\?",
-            lambda f, m: not _loops_twice(f, m[1]), ("tape-used-twice",), question='Did you call `tape.gradient` twice?'),
+            lambda f, m: f.tape(m[1]) is not None and not _loops_twice(f, m[1]), ("tape-used-twice",), question='Did you call `tape.gradient` twice?'),
     Premise("assign-add", r" ?Did you use `assign_add`\?",
             lambda f, m: not f.calls_to("assign_add"), ("uphill-step",), question='Did you use `assign_add`?'),
     Premise("trainable-sources", r" ?Did you differentiate with respect to `model\.trainable_variables`\?",
