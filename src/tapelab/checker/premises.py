@@ -77,6 +77,7 @@ PREMISES: tuple[Premise, ...] = (
 REMEDIES: dict[str, str] = {
     "persistent": r" ?To ask one tape several times, open it with `tf\.GradientTape\(persistent=True\)` and `del \w+` "
                   r"after the last call\.",
+    "watch-a-constant": r" ?Did you convert it with `tf\.constant` and watch it\?",
 }
 
 

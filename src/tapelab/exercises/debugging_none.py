@@ -188,7 +188,9 @@ class TwoSteps(Exercise):
     number = "5.3"
     remedies = {"persistent": (
         'Each step needs the loss recorded after the previous update: open a new `tf.GradientTape()` inside'
-        " the loop, around that step's loss.")}
+        " the loop, around that step's loss."),
+        "watch-a-constant": "Keep `w` the variable you were given and update it in place, `w.assign_sub(lr * grad)`: "
+                            "the caller's variable must move."}
     answer = "two_steps"
     visible_cases = ((0.5, (1.0, 2.0, 3.0), (2.0, 4.0, 6.0), 0.05),)
     praise = "`w` stayed a variable, so the tape watched it on the second step too."
