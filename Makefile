@@ -88,6 +88,7 @@ bench: venv
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/checks.py
 	$(BIN)/python bench/diagnose.py
+	$(BIN)/python bench/flight.py
 	$(BIN)/python bench/lint.py
 	$(BIN)/python bench/corpus.py
 

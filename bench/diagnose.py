@@ -7,6 +7,10 @@ The plain side is what a training step does: the forward pass under a `tf.Gradie
 on the same healthy step: the forward pass with every op recorded, one gradient call, the norms and
 the verdicts. They alternate `--repeats` times after a warm-up; the medians and their ratio are printed
 (the budget, issue 18: diagnose within 2x of the plain step).
+
+Compiled (issue 54): the same loss as a `tf.function(jit_compile=True)`, its plain compiled step against
+`diagnose` on it (the compiled run, then the eager replay op by op, compared), and against the eager
+diagnose above: what replaying compiled code costs over diagnosing eager code.
 """
 from __future__ import annotations
 
@@ -69,13 +73,31 @@ def main() -> None:
         assert report.ok, report
         return report
 
-    plain_s, diagnose_s = medians([plain, diagnosed], args.repeats)
+    compiled_loss = tf.function(loss_fn, jit_compile=True)
+
+    def compiled_plain():
+        with tf.GradientTape() as tape:
+            loss = compiled_loss()
+        return tape.gradient(loss, model.trainable_variables)
+
+    def compiled_diagnosed():
+        report = diagnose(compiled_loss, model=model)
+        assert report.entries and report.compiled is not None
+        return report
+
+    plain_s, diagnose_s, xla_s, xla_diagnose_s = medians([plain, diagnosed, compiled_plain, compiled_diagnosed],
+                                                         args.repeats)
     ratio = diagnose_s / plain_s
     print(f"{args.layers}-layer MLP ({len(model.trainable_variables)} variables, width {args.width}, "
           f"batch {args.batch}), median of {args.repeats}:")
     print(f"  plain tape.gradient  {plain_s * 1e3:8.2f} ms")
     print(f"  diagnose             {diagnose_s * 1e3:8.2f} ms")
     print(f"  ratio                {ratio:8.2f}x  (budget {BUDGET:.0f}x: {'within' if ratio <= BUDGET else 'OVER'})")
+    print("the same loss as tf.function(jit_compile=True):")
+    print(f"  compiled tape.gradient       {xla_s * 1e3:8.2f} ms")
+    print(f"  diagnose (compiled + replay) {xla_diagnose_s * 1e3:8.2f} ms")
+    print(f"  ratio to the compiled step   {xla_diagnose_s / xla_s:8.2f}x")
+    print(f"  ratio to eager diagnose      {xla_diagnose_s / diagnose_s:8.2f}x")
 
 
 if __name__ == "__main__":

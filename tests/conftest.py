@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -41,3 +43,17 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.write_sep("=", f"seconds per file, top 15 of {len(ranked)} ({sum(seconds.values()):.0f} s in all)")
     for name, total in ranked[:15]:
         terminalreporter.write_line(f"{total:8.1f} s  {name}")
+
+
+@pytest.fixture
+def keras_may_compile_with_xla():
+    """Op determinism off for one test, as it was before. Keras falls back to `jit_compile=False` (with a
+    warning) while op determinism is on, and every course notebook's setup cell turns it on for the whole
+    process: a test that ran a setup cell in-process earlier in the same worker would leave it on."""
+    from tensorflow.python.framework import config  # where Keras itself reads the switch
+
+    was_on = config.is_op_determinism_enabled()
+    config.disable_op_determinism()
+    yield
+    if was_on:
+        config.enable_op_determinism()

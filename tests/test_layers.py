@@ -44,7 +44,8 @@ STAGES = {
 }
 # Modules that run where tapelab is not imported: sent as source into the kernel, or the zygote's own process.
 STANDALONE = {"tapelab.grading.integrity.in_kernel", "tapelab.grading.execution.zygote"}
-# Third-party packages a unit must never import (lint runs in pre-commit hooks and CI, without them).
+# Third-party packages a unit must never import (lint runs in pre-commit hooks and CI, without them); an import
+# guarded by `except ImportError` with a fallback (lint's use of IPython where it is installed) is not one.
 HEAVY = {"lint": {"tensorflow", "keras", "numpy", "nbgrader", "nbformat", "jsonschema", "sqlalchemy", "IPython"},
          "causes": {"tensorflow", "numpy"}}
 
@@ -71,6 +72,17 @@ def _face(tree: ast.Module) -> dict[str, str]:
     return {}
 
 
+def _optional(tree: ast.Module) -> set[int]:
+    """ids of the `from X import Y` statements in the body of a `try` that catches ImportError: the module runs
+    without X (it falls back), so X is an optional extra, not a dependency."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(isinstance(h.type, ast.Name) and h.type.id in (
+                "ImportError", "ModuleNotFoundError") for h in node.handlers):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.ImportFrom)}
+    return guarded
+
+
 def imports(sources: dict[str, str]) -> dict[str, set[str]]:
     """Module -> the tapelab modules it imports; other top-level packages as `third:NAME`."""
     trees = {name: _tree(text) for name, text in sources.items()}
@@ -87,7 +99,11 @@ def imports(sources: dict[str, str]) -> dict[str, set[str]]:
     edges = {}
     for name, tree in trees.items():
         found = set()
+        optional = _optional(tree)
         for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and id(node) in optional and node.level == 0 and (
+                    node.module or "").split(".")[0] != "tapelab":
+                continue  # `try: from X import Y` / `except ImportError:` works without X: not a dependency
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     top = alias.name.split(".")[0]

@@ -8,9 +8,9 @@ the instructor gets formgrader and the answers. What a real deployment changes i
 docs/instructor-guide.md, "Running the course on a hub".
 """
 import hmac
+import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 
 from jupyterhub.auth import Authenticator
@@ -22,8 +22,11 @@ ENV = ROOT / "env"
 PORT = int(os.environ.get("TAPELAB_HUB_PORT", "8000"))
 ACCOUNTS = json.loads((RUN / "accounts.json").read_text())
 INSTRUCTOR = ACCOUNTS["instructor"]["name"]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # grader/hub, root's: limits.py
-from limits import spawner_class  # noqa: E402
+MEMORY_BYTES = int(os.environ.get("TAPELAB_HUB_MEMORY_MB", "2048")) * 1024**2  # a student's; the instructor's twice
+# grader/hub/limits.py (root's), loaded by its path: nothing else of grader/hub lands on the hub's sys.path.
+_spec = importlib.util.spec_from_file_location("tapelab_hub_limits", Path(__file__).resolve().with_name("limits.py"))
+limits = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(limits)
 
 
 class DemoAuthenticator(Authenticator):
@@ -46,7 +49,7 @@ def pre_spawn_hook(spawner):
              else {"JUPYTER_CONFIG_PATH": str(ROOT / "student-config")})
     spawner.environment = {**spawner.environment, **extra}
     if spawner.user.name == INSTRUCTOR:  # formgrader and the whole course: more room than a student's
-        spawner.memory_bytes = 2 * spawner.memory_bytes
+        spawner.memory_bytes = 2 * MEMORY_BYTES  # from the setting, not the last start's (hooks run every start)
 
 
 c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
@@ -68,8 +71,8 @@ c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's serve
 
 # Each server in its user's cgroups (memory, tasks, CPU) with a private /tmp; all its user's processes end
 # with it (grader/hub/limits.py). The sizes come from `make hub` (HUB_MEMORY_MB, HUB_TASKS, HUB_CPUS).
-c.JupyterHub.spawner_class = spawner_class()
-c.LimitedSpawner.memory_bytes = int(os.environ.get("TAPELAB_HUB_MEMORY_MB", "2048")) * 1024**2
+c.JupyterHub.spawner_class = limits.spawner_class()
+c.LimitedSpawner.memory_bytes = MEMORY_BYTES
 c.LimitedSpawner.tasks = int(os.environ.get("TAPELAB_HUB_TASKS", "512"))
 c.LimitedSpawner.cpus = float(os.environ.get("TAPELAB_HUB_CPUS", "1"))
 c.Spawner.cmd = [str(ENV / "bin" / "jupyterhub-singleuser")]

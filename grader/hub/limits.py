@@ -33,11 +33,6 @@ def cgroup(controller: str, user: str) -> Path:
     return CGROUPS / controller / GROUP / user
 
 
-def available() -> bool:
-    """Whether this machine has the cgroup v1 controllers the limits use, writable (as root)."""
-    return all(os.access(CGROUPS / name, os.W_OK) for name in ("memory", "pids", "cpu"))
-
-
 def set_limits(user: str, memory_bytes: int, tasks: int, cpus: float) -> None:
     """The user's cgroups with their limits (made, or updated)."""
     values = {"memory": [("memory.limit_in_bytes", memory_bytes), ("memory.memsw.limit_in_bytes", memory_bytes)],

@@ -27,10 +27,10 @@ def fail(message: str) -> None:
     raise SystemExit(1)
 
 
-def run(*args: str | Path, user: str | None = None, cwd: Path | None = None, data: bytes | None = None) -> bytes:
+def run(*args: str | Path, user: str | None = None, cwd: Path | None = None) -> bytes:
     """Run a command (as `user`, without privileges, when given); its output, or stop with its error."""
     command = [*(["runuser", "-u", user, "--"] if user else []), *map(str, args)]
-    result = subprocess.run(command, cwd=cwd, input=data, capture_output=True)
+    result = subprocess.run(command, cwd=cwd, capture_output=True)
     if result.returncode != 0:
         error = (result.stderr or result.stdout).decode(errors="replace").strip()[-2000:]
         fail(f"`{' '.join(command)}` failed ({result.returncode}): {error}")
@@ -81,9 +81,13 @@ def make_user(name: str, home_megabytes: int) -> pwd.struct_passwd:
 def hand_over(source: Path, user: str, target: Path) -> None:
     """Copy the contents of `source` (root's) into `target` as `user` does: a tar stream unpacked by the
     user's own tar, so the files are the user's and a link the user planted leads only where they can write."""
-    stream = run("tar", "-C", source, "-cf", "-", ".")
     run("mkdir", "-p", target, user=user)
-    run("tar", "-C", target, "-xf", "-", "--no-same-owner", "--no-same-permissions", user=user, data=stream)
+    pack = subprocess.Popen(["tar", "-C", str(source), "-cf", "-", "."], stdout=subprocess.PIPE)
+    unpack = subprocess.run(["runuser", "-u", user, "--", "tar", "-C", str(target), "-xf", "-", "--no-same-owner",
+                             "--no-same-permissions"], stdin=pack.stdout, capture_output=True)
+    pack.stdout.close()
+    if pack.wait() != 0 or unpack.returncode != 0:
+        fail(f"handing {source} to {user} in {target} failed: {unpack.stderr.decode(errors='replace').strip()[-2000:]}")
 
 
 def take_from(user: str, path: Path) -> bytes | None:

@@ -161,4 +161,61 @@ def train_epochs(step, dataset, epochs, metric):
 ''', "epochs-ignored", "`iter(dataset)` is made once and is exhausted after the first epoch, so later epochs run no "
             "step and report 0; loop over `dataset` itself, which starts a new pass each epoch."),
     ],
+    "ex2_5_answer": [
+        Fresh("Python floats as the running state", '''
+def make_running_mean():
+    total, count = 0.0, 0
+
+    @tf.function
+    def update(value):
+        nonlocal total, count
+        total += value
+        count += 1
+        return total / count
+
+    return update
+''', "trace-time-state", "`total += value` and `count += 1` are Python statements: they ran once, while `update` "
+            "was traced, so every call returns its own value. Keep both in `tf.Variable`s and `assign_add` to them."),
+        Fresh("a Keras Mean created inside the compiled function", '''
+def make_running_mean():
+    @tf.function
+    def update(value):
+        mean = keras.metrics.Mean()
+        mean.update_state(value)
+        return mean.result()
+
+    return update
+''', "variable-per-call", "`keras.metrics.Mean()` creates variables, and inside `update` it would create them on "
+            "every trace, which `tf.function` refuses on the first call; create the metric in `make_running_mean`."),
+        Fresh("module-level variables", '''
+running_total = tf.Variable(0.0)
+running_count = tf.Variable(0.0)
+
+
+def make_running_mean():
+    @tf.function
+    def update(value):
+        running_total.assign_add(value)
+        running_count.assign_add(1.0)
+        return running_total / running_count
+
+    return update
+''', "shared-state", "Your variables live at the top of the cell, so every function `make_running_mean()` makes "
+            "adds to the same total: create them inside `make_running_mean`."),
+        Fresh("the variable rebound to a tensor", '''
+def make_running_mean():
+    total = tf.Variable(0.0)
+    count = tf.Variable(0.0)
+
+    @tf.function
+    def update(value):
+        nonlocal total
+        total = total + value
+        count.assign_add(1.0)
+        return total / count
+
+    return update
+''', ("trace-time-state", "replaced-by-tensor"), "`total = total + value` rebinds the Python name while tracing, "
+            "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value)`."),
+    ],
 }

@@ -19,11 +19,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "grader" / "hub"))
 from collect import collect, held  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chowns folders to other uids: run as root (CI does)")
 
 A = "01_basic_tape"
 STUDENTS = {61001: "s1", 61002: "s2", 61003: "s3", 61004: "s4", 61005: "s5", 61006: "s6", 61007: "s7"}
 UID = {name: uid for uid, name in STUDENTS.items()}
+
+
+@pytest.fixture(autouse=True)
+def as_root():
+    """chowns folders to other uids: as root, as CI runs (a skip would pass for nothing)."""
+    if os.geteuid() != 0:
+        pytest.fail("chowns folders to other uids: run as root, as CI does", pytrace=False)
 
 
 def notebook(text: str) -> str:
@@ -90,9 +96,7 @@ def test_links_fifos_and_devices_are_never_followed(exchange):
     zero = submit(inbound, f"s6+{A}+t+6", owner="s6")
     (zero / f"{A}.ipynb").unlink()
     (zero / f"{A}.ipynb").symlink_to("/dev/zero")
-    started = time.monotonic()
-    rows = by_folder(collect(inbound, A, STUDENTS, [A], submitted))
-    assert time.monotonic() - started < 20
+    rows = by_folder(collect(inbound, A, STUDENTS, [A], submitted))  # a fifo opened blocking would hang here
     assert rows[f"s1+{A}+t+1"]["status"] == "collected"
     assert rows[f"s2+{A}+t+2"]["status"] == "no_notebook"
     assert rows[f"s3+{A}+t+3"]["status"] == "not_a_folder"

@@ -1,14 +1,17 @@
-"""The course on a JupyterHub, walked end to end in headless Chromium (issue 35).
+"""The course on a JupyterHub, walked end to end in headless Chromium (issue 35), then attacked by its own
+students (issue 48, tests/hub/hub_attacks.py), then stopped against a resisting process.
 
-`make hub` starts the hub (an instructor and two students); student 1 logs in, fetches 01_basic_tape in
-the Assignments tab, answers Exercise 1.1 right and 1.2 with a known mistake, validates and submits;
-student 2 submits nothing; `make hub-grade` collects, grades with tapelab and releases feedback; student 1
-fetches it and the page names the mistake. As student 2's Unix user, none of student 1's files, the
-instructor's course folder, the hub's secrets or the proxy's token can be read; formgrader answers the
-instructor and no student; every listening socket is on the loopback address; the students' environment
-has no answers (graded mode). The answers are written into the fetched notebook as the student's Unix user
-(what typing them would save); Validate and Submit are clicked in the page. `make hub-stop` runs even when the walk fails, and must leave no process and no
-demo user. The timings go to test-output/hub-timings.json; screenshots go to the test's tmp_path.
+`make hub` starts the hub (an instructor and three students; the checkout's answers closed to other users
+for its life); student 1 logs in, fetches 01_basic_tape in the Assignments tab, answers Exercise 1.1 right
+and 1.2 with a known mistake, validates and submits; student 2 submits nothing; `make hub-grade` collects,
+grades with tapelab and releases feedback; student 1 fetches it and the page names the mistake. As student
+2's Unix user, none of student 1's files, the instructor's course folder, the hub's secrets or the proxy's
+token can be read; formgrader answers the instructor and no student; every listening socket is on the
+loopback address; the students' environment has no answers (graded mode). The answers are written into the
+fetched notebook as the student's Unix user (what typing them would save); Validate and Submit are clicked
+in the page. The attack tests follow on the same hub. `make hub-stop` runs even when the walk fails, and
+must leave no process and no demo user. The timings go to test-output/hub-timings.json; screenshots go to
+the test's tmp_path.
 """
 from __future__ import annotations
 

@@ -50,12 +50,17 @@ def test_ignoring_the_syntax_error_rule_is_a_usage_error(tmp_path, run_lint, whe
     assert status == 2 and out == "" and "cannot be ignored: a file that does not parse is always reported" in err
 
 
-def test_a_file_no_rule_reads_is_not_parsed():
-    """Is a file that names nothing any rule looks for (no tape, no Keras 2 idiom) left unparsed, so its
-    syntax errors are Python's (or Ruff's) to report, not tapelab's?"""
-    assert lint_text("def broken(:\n", "plain.py") == ([], [])
-    with pytest.raises(SyntaxError):  # the public lint_source keeps raising for a file it does parse
-        lint_source(BROKEN)
+def test_a_file_no_rule_reads_is_still_parsed(tmp_path, run_lint):
+    """Is a syntax error reported (TPL001, exit 1) in a file that names nothing any rule looks for, as Ruff
+    reports every syntax error, while a correct such file gives nothing?"""
+    ((found,), _) = lint_text("def broken(:\n", "plain.py")
+    assert (found.code, found.line, found.col) == ("syntax-error", 1, 11)
+    assert lint_text("def fine():\n    return 1\n", "plain.py") == ([], [])
+    (tmp_path / "plain.py").write_text("def f(:\n")
+    status, out, _ = run_lint(tmp_path / "plain.py")
+    assert status == 1 and "TPL001" in out
+    with pytest.raises(SyntaxError):  # the public lint_source raises
+        lint_source("def f(:\n")
 
 
 def test_a_notebook_cell_that_does_not_parse_is_a_finding_at_that_cell(write_notebook, run_lint):

@@ -20,10 +20,38 @@ from tapelab.lint import files as lint_files
 from tapelab.lint.fixes import ROUNDS, apply_edits, fix_file, fix_text
 from tapelab.lint.model import Edit, finding
 
-FIXED_RULES = {"keras2-lr", "keras2-reset-states", "keras2-legacy-optimizer"}
+FIXED_RULES = {"keras2-lr", "keras2-reset-states", "keras2-legacy-optimizer", "all-variables",
+               "keras3-watch-variables"}
 
 # name -> (source with a fixable Keras 2 idiom, the source --fix makes of it, how many findings it fixes)
 FIXES = {
+    "all-variables": ("""
+        import tensorflow as tf
+        model = tf.keras.applications.ResNet50(weights=None)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x, training=True))
+        grads = tape.gradient(loss, model.variables)
+        optimizer.apply_gradients(zip(grads, model.variables))
+        """, """
+        import tensorflow as tf
+        model = tf.keras.applications.ResNet50(weights=None)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        """, 2),
+    "watch-of-keras-variables": ("""
+        import tensorflow as tf
+        with tf.GradientTape() as tape:
+            tape.watch(model.trainable_variables)
+            loss = tf.reduce_sum(model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        """, """
+        import tensorflow as tf
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        """, 1),
     "lr-keyword": ("""
         import keras
         optimizer = keras.optimizers.Adam(lr=1e-3)

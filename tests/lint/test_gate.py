@@ -1,5 +1,6 @@
-"""What keeps lint fast on a large tree (bench/lint.py): a file is parsed only when it names, as a whole word, a
-name some rule family needs, and the families share one walk of each module."""
+"""What keeps lint fast on a large tree (bench/lint.py): every file is parsed (so every syntax error is found),
+but a rule family walks a module only when it names, as a whole word, a name that family needs, and the
+families share one walk of each module."""
 import ast
 
 import pytest
@@ -23,14 +24,28 @@ def test_the_gate_stops_a_name_inside_a_longer_identifier(source):
     assert not Gate(("get_updates", "lr"))(source)
 
 
-def test_only_a_file_that_passes_the_gate_is_parsed(monkeypatch):
-    """Is a file whose only `lr` is inside `url` left unparsed, while `opt.lr` beside it is parsed and found?"""
+def test_only_a_file_that_passes_the_gate_is_walked(monkeypatch):
+    """Is a file whose only `lr` is inside `url` checked for syntax but given no tree and no walk, while
+    `opt.lr` beside it is parsed, walked and found?"""
+    from tapelab.lint import tapes
+
     parsed = []
-    real = ast.parse
-    monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or real(*a, **k))
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parsed.append(a[0]) or real_parse(*a, **k))
+    tapes.nodes.cache_clear()
     assert lint_source("url = 'http://x'\nctrl = 1\n") == [] and parsed == []
+    assert tapes.nodes.cache_info().misses == 0
     found = lint_source("import keras\nurl = 'x'\nopt = keras.optimizers.Adam(lr=0.1)\n")
-    assert [f.code for f in found] == ["keras2-lr"] and len(parsed) == 1
+    assert [f.code for f in found] == ["keras2-lr"] and tapes.nodes.cache_info().misses == 1 and len(parsed) == 1
+
+
+def test_the_syntax_check_without_a_tree_agrees_with_the_parser():
+    """Does the cheap syntax check of a file no rule reads reject what `ast.parse` rejects, at the same place,
+    and accept what it accepts (`nonlocal` at module level, which only the symbol table refuses)?"""
+    with pytest.raises(SyntaxError) as raised:
+        lint_source("x = 1\ndef f(:\n    pass\n")
+    assert (raised.value.lineno, raised.value.offset) == (2, 7)
+    assert lint_source("nonlocal x\n") == []
 
 
 def test_a_module_is_walked_once_for_every_family():
@@ -39,3 +54,10 @@ def test_a_module_is_walked_once_for_every_family():
     assert nodes(tree) == tuple(ast.walk(tree)) and nodes(tree) is nodes(tree)
     other = ast.parse("y = 2\n")
     assert nodes(other) == tuple(ast.walk(other)) and nodes(tree) == tuple(ast.walk(tree))
+
+
+def test_a_group_of_names_passes_only_when_all_are_named():
+    """Does a tuple in a gate pass a source that names every name of it, as whole words, and no other?"""
+    gate = Gate(("Lambda", ("compile", "Input")))
+    assert gate("model.compile(loss='mse')\nx = Input((3,))") and gate("Lambda(f)")
+    assert not gate("re.compile('x')") and not gate("compiled = Inputs()")

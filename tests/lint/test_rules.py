@@ -5,6 +5,7 @@ import pytest
 
 from tapelab.lint import RULES, lint_source
 from tapelab.lint.file_rules import SYNTAX_ERROR, UNREADABLE_FILE
+import more_rule_cases
 
 # rule code -> (source with the pitfall, line it is reported on, a near miss that is right)
 CASES = {
@@ -248,6 +249,8 @@ CASES = {
         """),
 }
 
+CASES.update(more_rule_cases.CASES)
+
 
 # the findings a case may also give: gradients are None for `no-gradients` because of a cut the linter names
 ALSO = {"no-gradients": {"predict-in-tape"}}
@@ -364,6 +367,7 @@ MORE_PITFALLS = {
                 self.compiled_metrics.reset_state()
         """, 3),
 }
+MORE_PITFALLS.update(more_rule_cases.MORE_PITFALLS)
 
 
 # The false-alarm classes found on real code (issue 30), each a near miss of the rule that cried wolf:
@@ -445,6 +449,7 @@ FALSE_ALARMS = {
         print(tape.gradient(y, x), tape.gradient(y, x))
         """),
 }
+FALSE_ALARMS.update(more_rule_cases.FALSE_ALARMS)
 
 
 @pytest.mark.parametrize("label", list(MORE_PITFALLS))

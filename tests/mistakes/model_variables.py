@@ -244,4 +244,67 @@ def train_epochs(step, dataset, epochs, metric):
     return means
 ''', "Update it with `metric.update_state(loss)` for every batch"),
     ],
+    "ex2_5_answer": [
+        Mistake("values kept in a Python list", '''
+def make_running_mean():
+    values = []
+
+    @tf.function
+    def update(value):
+        values.append(value)
+        return tf.add_n(values) / len(values)
+
+    return update
+''', "Each call returned the value it was given"),
+        Mistake("a Python counter beside a variable total", '''
+def make_running_mean():
+    total = tf.Variable(0.0)
+    count = 0
+
+    @tf.function
+    def update(value):
+        nonlocal count
+        count += 1
+        total.assign_add(value)
+        return total / count
+
+    return update
+''', "the count you divide by stayed at 1"),
+        Mistake("variables created inside the compiled function", '''
+def make_running_mean():
+    @tf.function
+    def update(value):
+        total = tf.Variable(0.0)
+        count = tf.Variable(0.0)
+        total.assign_add(value)
+        count.assign_add(1.0)
+        return total / count
+
+    return update
+''', "Create it once, outside the compiled function"),
+        Mistake("variables shared by every function", '''
+total = tf.Variable(0.0)
+count = tf.Variable(0.0)
+
+
+def make_running_mean():
+    @tf.function
+    def update(value):
+        total.assign_add(value)
+        count.assign_add(1.0)
+        return total / count
+
+    return update
+''', "they share one total and count"),
+        Mistake("not compiled", '''
+def make_running_mean():
+    values = []
+
+    def update(value):
+        values.append(value)
+        return tf.add_n(values) / len(values)
+
+    return update
+''', "Decorate the function it returns with `@tf.function`"),
+    ],
 }

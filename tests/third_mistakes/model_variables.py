@@ -157,4 +157,62 @@ def train_epochs(step, dataset, epochs, metric):
 ''', "The function trains one epoch whatever `epochs` is and returns one mean; wrap the batch loop in "
             "`for epoch in range(epochs):` and record one mean per epoch.", "https://github.com/CoinCheung/BiSeNet/issues/307"),
     ],
+    "ex2_5_answer": [
+        Reported("the variables created inside the compiled function", '''
+def make_running_mean():
+    @tf.function
+    def update(value):
+        total = tf.Variable(0.0)
+        count = tf.Variable(0.0)
+        total.assign_add(value)
+        count.assign_add(1.0)
+        return total / count
+    return update
+''', "A `tf.Variable` made in the body of a `tf.function` is made again at every trace, which TensorFlow "
+            "refuses (and in eager code it would start from zero at every call, remembering nothing); make "
+            "`total` and `count` once, in `make_running_mean`, and only update them inside `update`.", TF + "26812"),
+        Reported("the running values kept in a Python dict", '''
+def make_running_mean():
+    state = {"total": 0.0, "count": 0}
+
+    @tf.function
+    def update(value):
+        state["total"] += value
+        state["count"] += 1
+        return state["total"] / state["count"]
+    return update
+''', "Python arithmetic on the dict runs only while the function is traced: the graph computes "
+            "`(0.0 + value) / 1` on every call, so it returns each value back and forgets the earlier ones. Keep "
+            "the running total and count in `tf.Variable`s and change them with `assign_add`.",
+            "https://github.com/google-research/seed_rl/issues/52"),
+        Reported("a Python counter beside a variable total", '''
+def make_running_mean():
+    total = tf.Variable(0.0)
+    calls = [0]
+
+    @tf.function
+    def update(value):
+        total.assign_add(value)
+        calls[0] += 1
+        return total / calls[0]
+    return update
+''', "The total is a variable, but `calls[0] += 1` is Python, run once while tracing, so the graph always "
+            "divides by 1 and returns the running sum, not the mean; count calls in a `tf.Variable` too.",
+            TF + "31362"),
+        Reported("the variables rebound to tensors instead of updated", '''
+def make_running_mean():
+    total = tf.Variable(0.0)
+    count = tf.Variable(0.0)
+
+    @tf.function
+    def update(value):
+        nonlocal total, count
+        total = total + value
+        count = count + 1.0
+        return total / count
+    return update
+''', "`total = total + value` makes a new tensor and rebinds the name; the variables themselves never change, "
+            "so every call computes `(0 + value) / 1`. Update them in place: `total.assign_add(value)` and "
+            "`count.assign_add(1.0)`.", TF + "31363"),
+    ],
 }

@@ -57,6 +57,10 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
      "A `keras.metrics.Mean` (the loss tracker in `self.metrics`) takes the values to average and their weights, "
      "`update_state(loss, sample_weight=...)`, not `(y, y_pred)`: feed the loss tracker the loss and the other "
      "metrics `(y, y_pred)`."),
+    ("only supports singleton tf.Variables", "variable-per-call",
+     "A compiled function that creates a `tf.Variable` fails on its first call: TensorFlow traces it once more "
+     "to check that a second trace creates no variable. Did you create the variable inside the `tf.function`? "
+     "Create it once, outside the compiled function (or behind a guard that skips it after the first trace)."),
     ("No loss to compute", "keras2-compiled-loss",
      "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
      "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),

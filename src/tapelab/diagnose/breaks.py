@@ -19,7 +19,8 @@ from tensorflow.python.framework import ops as tf_ops
 
 from tapelab.diagnose.record import Location, Op, Recorder
 
-__all__ = ["Break", "ancestry", "cut_reason", "dead_relu", "find_break", "host_data_in", "non_finite_origin", "reads"]
+__all__ = ["Break", "ancestry", "cut_reason", "dead_relu", "excused", "find_break", "host_data_in", "non_finite_origin",
+           "reads"]
 
 ROUNDING = frozenset({"Round", "Floor", "Ceil", "Rint"})  # registered gradients that return None
 _ASSIGN = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
@@ -136,19 +137,46 @@ def ancestry(record: Recorder, tensor_id: int | None) -> set[int]:
     return seen
 
 
-def non_finite_origin(record: Recorder, loss_id: int | None) -> tuple[Break, str] | None:
+def excused(record: Recorder, covers) -> set[int]:
+    """Ids of the non-finite tensors that are intended: made or read by an allowed op (`covers(op)`), or
+    carried on from such a tensor by an op that makes no new NaN (an `-inf` mask added to scores)."""
+    found: set[int] = set()
+    for op in record.ops:
+        if covers(op):
+            found |= {t._id for t in op.inputs + op.outputs if hasattr(t, "_id") and not _finite(t)}
+        elif found.intersection(op.input_ids) and not any(_has_nan(t) for t in op.outputs):
+            found |= {t._id for t in op.outputs if not _finite(t)}
+    return found
+
+
+def _at(op: Op) -> str:
+    return f"at {op.where}" if op.where else "(inside library code, no line of yours)"
+
+
+def _has_nan(tensor) -> bool:
+    return (tensor.dtype.is_floating or tensor.dtype.is_complex) and bool(np.isnan(tensor.numpy()).any())
+
+
+def non_finite_origin(record: Recorder, loss_id: int | None, covers=lambda op: op.allowed) -> tuple[Break, str] | None:
     """The op where a NaN or Inf first appears, and what happened there, from the recorded values.
 
     First an op whose inputs are finite and whose output is not (log(0), overflow, a division by 0);
     if a later `tf.where` picks around that value its output is finite but its gradient is not (the
     `tf.where` NaN trap). Else an op reading a value that was already non-finite before the run (the
-    data), else an op evaluated where its derivative is infinite (sqrt at 0).
+    data), else an op evaluated where its derivative is infinite (sqrt at 0). Ops that `covers` allows,
+    and the values they excuse (`excused`), are never named.
     """
-    feeding = ancestry(record, loss_id)
+    # without a loss (the run stopped early), every recorded value counts
+    feeding = ancestry(record, loss_id) if loss_id is not None else {i for op in record.ops for i in op.output_ids}
+    fine = excused(record, covers)
+
+    def finite(tensor) -> bool:
+        return getattr(tensor, "_id", None) in fine or _finite(tensor)
+
     for index, op in enumerate(record.ops):
-        if not feeding.intersection(op.output_ids):
+        if not feeding.intersection(op.output_ids) or covers(op):
             continue
-        if not op.recorded or all(_finite(t) for t in op.outputs) or not all(_finite(t) for t in op.inputs):
+        if not op.recorded or all(finite(t) for t in op.outputs) or not all(finite(t) for t in op.inputs):
             continue
         bad = {t._id for t in op.outputs}
         for later in record.ops[index + 1:]:
@@ -158,18 +186,19 @@ def non_finite_origin(record: Recorder, loss_id: int | None) -> tuple[Break, str
                         f"{'on that line' if later.where == op.where else f'at {op.where}'}, but the gradient flows into both branches, and 0 times Inf is NaN")
             if bad & set(later.input_ids):
                 bad |= set(later.output_ids)
-        return Break("non-finite-value", op.kind, op.where), f"`{op.kind}` at {op.where} turned finite inputs into Inf or NaN"
+        return Break("non-finite-value", op.kind, op.where), f"`{op.kind}` {_at(op)} turned finite inputs into Inf or NaN"
     made = {i for op in record.ops for i in op.output_ids}
     for op in record.ops:
-        given = [t for t in op.inputs if t._id not in made and not _finite(t)]
-        if given and feeding.intersection(op.output_ids):
+        given = [t for t in op.inputs if t._id not in made and not finite(t)]
+        if given and feeding.intersection(op.output_ids) and not covers(op):
             return (Break("non-finite-input", op.kind, op.where),
-                    f"`{op.kind}` at {op.where} reads a tensor that held NaN or Inf before the run (the data?)")
+                    f"`{op.kind}` {_at(op)} reads a tensor that held NaN or Inf before the run (the data?)")
     for op in record.ops:
         test = _SINGULAR.get(op.kind)
-        if test and op.recorded and feeding.intersection(op.output_ids) and op.inputs and op.inputs[0].dtype.is_floating:
+        if (test and op.recorded and not covers(op) and feeding.intersection(op.output_ids) and op.inputs
+                and op.inputs[0].dtype.is_floating):
             if bool(np.any(test[0](op.inputs[0].numpy()))):
-                return Break("infinite-derivative", op.kind, op.where), f"`{op.kind}` at {op.where} has an input of {test[1]}"
+                return Break("infinite-derivative", op.kind, op.where), f"`{op.kind}` {_at(op)} has an input of {test[1]}"
     return None
 
 

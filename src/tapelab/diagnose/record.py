@@ -21,11 +21,15 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_callbacks
 
+from tapelab.diagnose.allow import inside_allowed
+
 __all__ = ["Location", "Op", "Recorder", "library_file", "tensor_id"]
 
 _LIBRARIES = tuple(os.path.dirname(module.__file__) + os.sep for module in (tf, keras, np))
 _HERE = os.path.dirname(__file__) + os.sep  # tapelab/diagnose/
 _DIAGNOSE = os.path.join(_HERE, "run.py")  # where diagnose calls the loss: a trail ends there
+# how an eager call of a traced function shows in the op callback (its own name, or a call op)
+FUNCTION_CALLS = ("__inference_", "__forward_", "__backward_", "StatefulPartitionedCall", "PartitionedCall")
 
 
 def library_file(filename: str) -> bool:
@@ -66,6 +70,7 @@ class Op:
     recorded: bool  # the tape was recording when it ran
     where: Location | None
     trail: tuple[Location, ...] = ()  # the user's frames that ran it, innermost (`where`) first
+    allowed: bool = False  # it ran inside `allow_non_finite()`: its NaN or Inf is intended
 
     @property
     def input_ids(self) -> list[int]:
@@ -99,7 +104,7 @@ class Recorder:
             kind = op_type.decode() if isinstance(op_type, bytes) else op_type
             trail = self._trail()
             self.ops.append(Op(kind, tuple(inputs or ()), tuple(outputs or ()), recording,
-                               trail[0] if trail else None, trail))
+                               trail[0] if trail else None, trail, inside_allowed()))
         return None
 
     def _trail(self) -> tuple[Location, ...]:
@@ -116,6 +121,10 @@ class Recorder:
         if library is None:
             library = self._library[code] = library_file(code.co_filename)
         return library
+
+    def calls_functions(self) -> list[str]:
+        """The calls of traced functions among the run's ops (compiled code the recording cannot see into)."""
+        return sorted({op.kind for op in self.ops if op.kind.startswith(FUNCTION_CALLS)})
 
     def producer(self) -> dict[int, Op]:
         """Each recorded tensor's id -> the op that made it."""

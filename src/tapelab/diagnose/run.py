@@ -1,19 +1,22 @@
-"""`diagnose()` and its `Report`: one recorded run of the loss, and the reading of it per variable.
+"""`diagnose()`: the recorded run of the loss (run as written, then replayed eagerly when it called compiled
+code), and the reading of it per variable.
 
 The package docstring (`tapelab.diagnose`) says what it finds; the recording is `record`, the path
-analysis `breaks` and `exits`, the quoted source `source`, the saved state `state`, the verdicts `verdicts`.
+analysis `breaks` and `exits`, the quoted source `source`, the saved state `state`, the verdicts `verdicts`,
+the replay of compiled code and its comparison `compiled`, the `Report` itself `report`.
 """
 from __future__ import annotations
 
-import html
+import contextlib
 import inspect
-from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Iterable, Mapping
 
-import numpy as np
 import tensorflow as tf
 
+from tapelab.diagnose.allow import Allowlist
+from tapelab.diagnose.compiled import Comparison, compiled_gradients, functions_run_eagerly, gradient_status
+from tapelab.diagnose.report import Report
 from tapelab.diagnose.exits import leaving_call
 from tapelab.diagnose.breaks import Break, ancestry, dead_relu, find_break, host_data_in, non_finite_origin, reads
 from tapelab.diagnose.record import Recorder, tensor_id
@@ -24,60 +27,9 @@ from tapelab.quiet import Quiet
 
 __all__ = ["CAUSES", "Entry", "Report", "blocking_call", "diagnose"]
 
-_COLOURS = {"ok": "#1e7e34", "zero": "#b7791f", "None": "#c53030", "non_finite": "#6b46c1", "untracked": "#c05621"}
-
-
-@dataclass
-class Report:
-    """Every variable's entry, printable in a terminal and displayed as a table in a notebook."""
-
-    entries: list[Entry] = field(default_factory=list)
-    loss: float | None = None
-    restored: list[str] = field(default_factory=list)  # state the run changed and diagnose put back
-
-    @property
-    def ok(self) -> bool:
-        """True when every variable received a finite, nonzero gradient."""
-        return all(entry.ok for entry in self.entries)
-
-    @property
-    def problems(self) -> list[Entry]:
-        return [entry for entry in self.entries if not entry.ok]
-
-    def __getitem__(self, name: str) -> Entry:
-        for entry in self.entries:
-            if entry.name == name:
-                return entry
-        raise KeyError(f"no variable named {name!r}; the report has: {[e.name for e in self.entries]}")
-
-    def __str__(self) -> str:
-        lines = [f"{e.name}: {e.status}" + (f" (gradient norm {e.norm:.3g})" if e.norm is not None else "")
-                 + (f" ({e.cause})" if e.cause else "") + (f". {e.explanation}" if e.explanation else "")
-                 for e in self.entries]
-        verdict = "Every gradient is fine." if self.ok else f"{len(self.problems)} of {len(self.entries)} gradients need attention."
-        return "\n".join([verdict] + lines)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td><code>{html.escape(e.name)}</code></td>"
-            f"<td style='color:white;background:{_COLOURS[e.status]};text-align:center'>{e.status}</td>"
-            f"<td>{'' if e.norm is None else f'{e.norm:.3g}'}</td>"
-            f"<td>{html.escape(e.cause or '')}</td><td>{_inline_code(e.explanation)}</td></tr>"
-            for e in self.entries)
-        return ("<table><tr><th>variable</th><th>gradient</th><th>norm</th><th>likely cause</th>"
-                f"<th>why, and the fix</th></tr>{rows}</table>")
-
-
-def _inline_code(text: str) -> str:
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
 def diagnose(loss_fn: Callable[..., Any], variables: Iterable | Mapping[str, Any] | None = None, *,
-             model: Any = None, watch: Iterable = (), tape: bool | tf.GradientTape = False) -> Report:
+             model: Any = None, watch: Iterable = (), tape: bool | tf.GradientTape = False,
+             allow: Iterable[str] = (), jit_compile: bool | None = None) -> Report:
     """Run `loss_fn` once, recording its ops, and report per variable a None, zero or non-finite gradient and why.
 
     `variables` is a list or a {name: variable} dict (default: the model's trainable variables);
@@ -85,10 +37,16 @@ def diagnose(loss_fn: Callable[..., Any], variables: Iterable | Mapping[str, Any
     `watch` lists tensors diagnose's own tape should watch. `tape=False`: `loss_fn()` takes no argument.
     `tape=True`: `loss_fn(tape)` gets a fresh tape and enters `with tape:` itself. `tape=<GradientTape>`:
     `loss_fn(tape)` gets yours, and diagnose asks your tape for the gradients.
+
+    Compiled code: a `tf.function` the loss calls (or is) is replayed eagerly, op by op, and its
+    gradients compared with the compiled run's (`report.compiled`). `jit_compile=True` (or False) also
+    runs the whole loss and its gradients traced in one `tf.function`, as a compiled training step
+    does, and compares. `allow` lists op types (`"Log"`) or lines (`"model.py:42"`) whose NaN or Inf
+    is intended; so does `with allow_non_finite():` around the code that makes them.
     """
     caller = inspect.currentframe().f_back
     try:
-        return _Run(loss_fn, caller, model, tuple(watch), tape).report(variables)
+        return _Run(loss_fn, caller, model, tuple(watch), tape, Allowlist(allow), jit_compile).report(variables)
     finally:
         del caller
 
@@ -96,7 +54,8 @@ def diagnose(loss_fn: Callable[..., Any], variables: Iterable | Mapping[str, Any
 class _Run:
     """One diagnosis: the recorded run of the loss and everything known about its sources."""
 
-    def __init__(self, loss_fn, caller: FrameType, model, watch: tuple, tape) -> None:
+    def __init__(self, loss_fn, caller: FrameType, model, watch: tuple, tape, allow: Allowlist,
+                 jit_compile: bool | None) -> None:
         if tape is False and _required_parameters(loss_fn):
             raise ValueError("loss_fn takes an argument: if it is the tape, pass `tape=True` (or your own tape).")
         self.loss_fn, self.caller, self.model, self.watch = loss_fn, caller, model, watch
@@ -106,20 +65,40 @@ class _Run:
         self.tape = self.handed or tf.GradientTape(persistent=True)
         self.takes_tape = tape is not False
         self.record = Recorder(self.tape)
+        self.allow, self.jit_compile = allow, jit_compile
 
     def report(self, variables) -> Report:
         named = self._named(variables)
+        sources = [v for _, v in named]
         saved = Saved(stateful([self.model, *self.free.values()]))
-        try:
-            with Quiet():
-                loss = self._run()
-        finally:
-            restored = saved.restore(self.record)
-        self.spent = False
-        parts = tf.nest.flatten(loss)
-        self.loss, self.loss_is_tensor = loss, bool(parts) and all(tf.is_tensor(p) or hasattr(p, "assign") for p in parts)
-        with Quiet():
-            grads, missing = self._gradients(loss, [v for _, v in named])
+        compiled = self._compiled(sources, saved) if self.jit_compile is not None and not self.handed else None
+        attempt = None
+        if compiled is None and not self.handed:  # run as written; replay only if it called traced functions
+            try:
+                attempt = self._attempt(saved, sources, replay=False)
+            except Exception as error:  # e.g. XLA cannot compile it: the replay raises too if the code is wrong
+                compiled = Comparison("the tf.functions your loss calls", error=_first_line(error))
+                self.tape = tf.GradientTape(persistent=True)
+                self.record = Recorder(self.tape)
+            if attempt is not None and self.record.calls_functions():
+                compiled, attempt = ("the tf.functions your loss calls", attempt[:2]), None
+                self.tape = tf.GradientTape(persistent=True)
+                self.record = Recorder(self.tape)
+        if attempt is None:  # a handed tape allows one run: its functions are replayed at once
+            try:
+                attempt = self._attempt(saved, sources, replay=True)
+            except tf.errors.InvalidArgumentError as error:
+                if not isinstance(compiled, tuple) or "CheckNumerics" not in str(error):
+                    raise
+                return self._stopped(named, compiled, error)
+        loss, grads, missing, restored = attempt
+        comparison = None
+        if isinstance(compiled, Comparison):
+            comparison = compiled
+        elif compiled is not None:
+            comparison = Comparison.of(compiled[0], compiled[1], (loss, grads), [name for name, _ in named])
+        if comparison is not None:
+            comparison.opaque = self.record.calls_functions()  # no Python to replay (a loaded SavedModel)
         self.loss_id = tensor_id(loss)
         self.made = {i for op in self.record.ops for i in op.output_ids}
         sliced = sliced_arguments(self.caller, self.known) if self.caller else {}
@@ -132,7 +111,50 @@ class _Run:
             value = float(tf.reduce_sum(loss))
         except (TypeError, ValueError):
             pass
-        return Report(entries, value, restored)
+        return Report(entries, value, restored, comparison)
+
+    def _stopped(self, named: list, compiled: tuple, error: Exception) -> Report:
+        """The report when the replay stopped at the user's own `check_numerics` (which XLA skips): the
+        statuses of the compiled run, the producer read from the ops replayed up to there."""
+        how, (loss, grads) = compiled
+        origin = non_finite_origin(self.record, None, self.allow.covers)
+        entries = []
+        for (name, _), grad in zip(named, grads):
+            status, norm = gradient_status(grad)
+            entries.append(for_non_finite(name, origin, norm) if status == "non_finite" else
+                           Entry(name, status, norm=norm, explanation="" if status == "ok" else
+                                 f"The compiled run gives a {status} gradient; the eager replay stopped before "
+                                 "its gradients, so the cause is not established."))
+        first = str(error).strip().splitlines()[0].split("}", 1)[-1].strip()
+        comparison = Comparison(how, stopped=first[:200], stopped_at=origin[0] if origin else None)
+        return Report(entries, None, [], comparison)
+
+    def _attempt(self, saved: Saved, sources: list, replay: bool) -> tuple[Any, list, list, list[str]]:
+        """One recorded run of the loss (its tf.functions replayed eagerly if `replay`) and its gradients:
+        (loss, gradients, the op whose missing gradient stopped each, the state restored)."""
+        try:
+            with Quiet(), (functions_run_eagerly() if replay else contextlib.nullcontext()):
+                loss = self._run()
+        finally:
+            restored = saved.restore(self.record)
+        self.spent = False
+        parts = tf.nest.flatten(loss)
+        self.loss, self.loss_is_tensor = loss, bool(parts) and all(tf.is_tensor(p) or hasattr(p, "assign") for p in parts)
+        with Quiet():
+            grads, missing = self._gradients(loss, sources)
+        return loss, grads, missing, restored
+
+    def _compiled(self, sources: list, saved: Saved) -> tuple[str, tuple] | Comparison:
+        """The loss and gradients traced into one tf.function (XLA if asked), the state put back after."""
+        how = f"a tf.function with jit_compile={self.jit_compile}"
+        try:
+            with Quiet():
+                return how, compiled_gradients(self.loss_fn, sources, watch=self.watch, takes_tape=self.takes_tape,
+                                               jit_compile=bool(self.jit_compile))
+        except Exception as error:  # the comparison must never hide the diagnosis
+            return Comparison(how, error=_first_line(error))
+        finally:
+            saved.restore_all()
 
     def _run(self) -> Any:
         with self.record:
@@ -189,14 +211,12 @@ class _Run:
     def _judge(self, name: str, var: Any, grad: Any, sliced: tuple[str, str] | None, missing: str | None) -> Entry:
         """The entry for one source: the first fact in the checklist that the run or the code establishes."""
         if grad is not None:
-            values = np.asarray(grad.values if isinstance(grad, tf.IndexedSlices) else grad)
-            flat = values.ravel()
-            norm = float(np.sqrt(np.vdot(flat, flat).real))
-            if not np.isfinite(flat).all():
+            status, norm = gradient_status(grad)
+            if status == "non_finite":
                 if self._origin is None:
-                    self._origin = (non_finite_origin(self.record, self.loss_id),)
+                    self._origin = (non_finite_origin(self.record, self.loss_id, self.allow.covers),)
                 return for_non_finite(name, self._origin[0], norm)
-            if values.dtype.kind == "f" and not flat.any():
+            if status == "zero":
                 return self._zero(name)
             return Entry(name, "ok", norm=norm)
         return self._none(name, var, sliced, missing)
@@ -348,6 +368,11 @@ def _owns(value: Any, var: Any) -> bool:
         return owned is not None and any(v is var for v in owned)
     except TypeError:
         return False
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def _missing_op(error: LookupError) -> str:

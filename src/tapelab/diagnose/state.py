@@ -44,6 +44,11 @@ class Saved:
     def __init__(self, variables: Iterable[Any]) -> None:
         self.values = {tensor_id(v): (v, np.array(v.numpy(), copy=True)) for v in variables}
 
+    def restore_all(self) -> None:
+        """Write back every saved variable (after a compiled run, whose assignments no recorder sees)."""
+        for var, value in self.values.values():
+            var.assign(value)
+
     def restore(self, record: Recorder) -> list[str]:
         """Write back each saved variable an assignment op touched; the names of those restored."""
         touched = {op.input_ids[0] for op in record.ops if op.kind.startswith(_ASSIGNS) and op.input_ids}

@@ -1,6 +1,7 @@
 """Exercises of notebook 02_model_variables: gradients for a Keras model's variables, a hand-written
 SGD step and the custom training step with layer losses; the training loop over batches (2.4) lives in
-`tapelab.exercises.training_loop` and is re-exported here, so the notebook imports all four from one place."""
+`tapelab.exercises.training_loop` and the compiled running mean (2.5) in `tapelab.exercises.compiled_state`,
+both re-exported here, so the notebook imports all five from one place."""
 from __future__ import annotations
 
 import keras
@@ -11,11 +12,12 @@ from tapelab.checker.wrong_answers import Alternative, because, ratio_of, wrong_
 from tapelab.checker.compare import agrees, all_close, allclose, fmt_pair, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
+from tapelab.exercises.compiled_state import ex2_5
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 
-__all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "worked_example"]
+__all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "worked_example"]
 
 _RTOL, _ATOL = 1e-3, 1e-5
 

@@ -16,6 +16,8 @@ Where it runs:
   decision are tensor ops, the update runs under `tf.cond`, and the call returns a dict of tensors
   (`step`, `applied`, `global_norm`). The host side (the log record and the error) runs when
   `guard.poll()` is called after the step: `GuardCallback(guard)` does that after every batch of `fit`.
+- `FlightRecorder`: the first refused steps of a run (at most `keep`, within `max_bytes`) are saved with
+  their batch, weights and optimizer state, diagnosed, and replayable (`python -m tapelab.diagnose.replay`).
 - Counters live in `tf.Variable`s: the guard is a `tf.Module`, so `tf.train.Checkpoint(guard=guard)`
   saves and restores them with the model.
 - With a `keras.optimizers.LossScaleOptimizer` (mixed precision), non-finite gradients are passed to the
@@ -25,12 +27,14 @@ Where it runs:
 Runs in the user's training code, in eager mode, in `tf.function` and under `fit`; it imports
 TensorFlow, NumPy and `tapelab.diagnose` (lazily, to name a cause), never the checker, grading or the
 CLI. `apply` holds `GuardedApply`; `measure` the gradient norms, `decide` the in-graph decision,
-`records` the step records and the error, `retry` `with_retries`, `callback` the Keras callback.
+`records` the step records and the error, `retry` `with_retries`, `callback` the Keras callback,
+`flight` the flight recorder that saves refused steps for `tapelab.diagnose.replay`.
 """
 from tapelab.guarded.apply import GuardedApply
 from tapelab.guarded.callback import GuardCallback
+from tapelab.guarded.flight import FlightRecorder
 from tapelab.guarded.records import BadGradientsError, JsonFormatter, StepOutcome, name_bad_variables
 from tapelab.guarded.retry import with_retries
 
-__all__ = ["BadGradientsError", "GuardCallback", "GuardedApply", "JsonFormatter", "StepOutcome",
+__all__ = ["BadGradientsError", "FlightRecorder", "GuardCallback", "GuardedApply", "JsonFormatter", "StepOutcome",
            "name_bad_variables", "with_retries"]

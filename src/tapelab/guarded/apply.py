@@ -13,7 +13,7 @@ import tensorflow as tf
 from tapelab.guarded.decide import COUNTER_NAMES, apply_flag, counters_of, decide, outcome_from_report
 from tapelab.guarded.measure import Layout, measure
 from tapelab.guarded.records import (BadGradientsError, StepOutcome, explain_loss,
-                                     name_bad_variables, unique_names)
+                                     name_bad_variables, strict_json, unique_names)
 from tapelab.guarded.retry import with_retries
 
 __all__ = ["GuardedApply"]
@@ -38,12 +38,15 @@ class GuardedApply(tf.Module):
     record is dropped and counted as `log_failures`: a broken log sink never stops training.
     `explain(none, non_finite)` words the error; an eager call that passes `loss_fn` (no argument, returns
     the loss) runs `tapelab.diagnose` on it when gradients are None and adds its report to the error.
+    `recorder` (a `FlightRecorder`) saves the first refused steps with the `batch` passed, for replay, and
+    puts where and what diagnose found in the step's record under `flight`.
     """
 
     def __init__(self, optimizer: Any, *, on_bad: Literal["raise", "skip"] = "raise", max_skips: int = 3,
                  allow_none: AllowNone = None, log: Callable[[dict[str, Any]], None] | None = None,
                  log_every: int = 1, log_retries: int = 3, run_id: str | None = None,
-                 explain: Explain = name_bad_variables, sleep: Callable[[float], None] = time.sleep):
+                 explain: Explain = name_bad_variables, sleep: Callable[[float], None] = time.sleep,
+                 recorder: Any = None):
         super().__init__(name="guarded_apply")
         if on_bad not in ("raise", "skip"):
             raise ValueError(f"on_bad must be 'raise' or 'skip', not {on_bad!r}")
@@ -60,6 +63,7 @@ class GuardedApply(tf.Module):
         self._traced: Layout | None = None  # the layout of the graph step, for `poll`
         self._seen = {"steps": 0, "raised": 0, "time": None}
         self._log_failures = 0
+        self.recorder = recorder  # a FlightRecorder saves refused steps (a plain object: not checkpointed)
         self._latency = {"seconds_sum": 0.0, "count": 0, "last": None}
 
     @property
@@ -88,6 +92,9 @@ class GuardedApply(tf.Module):
         apply, counters, report = decide(stats, layout, self.counter_values, raise_first=self.on_bad == "raise",
                                          max_skips=self.max_skips)
         present = ([grads[i] for i in layout.present], [variables[i] for i in layout.present])
+        if self.recorder is not None and batch is not None:
+            self.recorder.stash.keep(batch, ~apply, counters[0])
+            self.recorder.variables = variables
         if tf.executing_eagerly():
             values = report.numpy()  # the eager step's one copy from the device
             if apply_flag(values, layout):
@@ -148,7 +155,10 @@ class GuardedApply(tf.Module):
         newly_raised = raised > self._seen["raised"]
         self._seen.update(steps=outcome.step, raised=raised)
         if not outcome.applied or outcome.step % self.log_every == 0:
-            self._emit(outcome.record())
+            record = outcome.record()
+            if self.recorder is not None and outcome.reason and not (layout.loss_scaled and outcome.reason == "non_finite"):
+                record["flight"] = strict_json(self.recorder.save(record, self.optimizer))
+            self._emit(record)
         if newly_raised:
             raise BadGradientsError(self._message(outcome, variables, loss_fn), outcome)
         return outcome

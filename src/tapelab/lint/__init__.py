@@ -19,7 +19,8 @@ import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tapelab.lint import keras_rules, path_rules, tape_rules  # noqa: F401  (registers the rules)
+from tapelab.lint import (fit_rules, keras3_rules, keras_rules, path_rules, source_rules,  # noqa: F401
+                          tape_rules)  # (registers the rules)
 from tapelab.lint.files import Config, expand, lint_file, lint_source, lint_text, lint_tree, load_config
 from tapelab.lint.model import RULES, Finding, Rule, find_rule
 

@@ -15,8 +15,10 @@ __all__ = ["SYNTAX_ERROR", "UNREADABLE_FILE"]
 SYNTAX_ERROR = define("TPL001", "syntax-error", """
 **What it does**: reports a `.py` file, or a notebook's code cell, that Python's parser rejects, at the
 error's line and column (in a notebook: that cell; the other cells are still linted). A notebook whose
-JSON does not parse is reported at the JSON error. IPython magics and shell lines (`%`, `!`) are not
-syntax errors. Always reported: `select`, `ignore`, `per-file-ignores` and `# noqa` do not apply.
+JSON does not parse is reported at the JSON error. Every file is parsed, whatever it names. A cell is read
+as IPython reads it: magics, shell escapes and help requests are not syntax errors, and a cell in another
+language (`%%bash`) is skipped. Always reported: `select`, `ignore`, `per-file-ignores` and `# noqa` do not
+apply.
 
 **Why is this bad?** No rule can read a file that does not parse, so its tape code went unchecked; the
 code also fails as soon as Python imports or runs it.

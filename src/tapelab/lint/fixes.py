@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tapelab.lint.files import Config, cell_code, cell_source, code_cells, expand, lint_file, lint_text
+from tapelab.lint.cells import cell_code
+from tapelab.lint.files import Config, cell_source, code_cells, expand, lint_file, lint_text
 from tapelab.lint.model import Edit, Finding
 
 __all__ = ["ROUNDS", "Fixed", "apply_edits", "fix_text", "fix_file", "fix_paths"]
@@ -58,7 +59,8 @@ def _fix_notebook(text: str, findings: list[Finding]) -> tuple[str, int] | None:
     for position in sorted({f.cell for f in findings}):
         cell = cells[position - 1]
         source, count = apply_edits(cell_source(cell), [f.edit for f in findings if f.cell == position])
-        if not _parses(cell_code(source)):
+        code = cell_code(source)
+        if code is not None and not _parses(code):
             return None
         cell["source"] = source.splitlines(keepends=True) if isinstance(cell.get("source"), list) else source
         applied += count

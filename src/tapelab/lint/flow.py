@@ -15,19 +15,21 @@ from dataclasses import dataclass
 
 from tapelab.lint.tapes import GRADIENT_METHODS, Call, dotted
 
-__all__ = ["TENSOR", "OWNER", "OWNED", "Break", "Flow", "target_state"]
+__all__ = ["TENSOR", "OWNER", "OWNED", "EMPTY", "Break", "Flow", "combine", "ops_name", "NON_DIFFERENTIABLE"]
 
 TENSOR, OWNER = "tensor", "owner"
+EMPTY = "empty"  # a new empty list, tuple or dict: what is appended to it later decides its state
 OWNED = (".trainable_variables", ".trainable_weights", ".variables", ".weights")
 _MODULES = {"tf", "np", "numpy", "keras", "ops", "math", "jnp"}
 _OPS_PREFIXES = ("tf.", "tf.math.", "keras.ops.", "ops.", "tf.experimental.numpy.")
-_NON_DIFFERENTIABLE = {"argmax", "argmin", "round", "sign", "floor", "ceil", "equal", "not_equal", "greater",
+NON_DIFFERENTIABLE = {"argmax", "argmin", "round", "sign", "floor", "ceil", "equal", "not_equal", "greater",
                        "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_not",
                        "logical_xor", "is_nan", "is_finite", "is_inf", "isnan", "isfinite"}
 _STOP = {"stop_gradient"}
 _SIZES = {"len", "isinstance", "print", "str", "repr", "id", "type", "hasattr", "callable", "range",
           "tf.shape", "tf.size", "tf.rank", "tf.print", "ops.shape", "keras.ops.shape"}
 _CONTAINERS = {"list", "tuple", "zip", "enumerate", "reversed", "sorted", "dict", "set", "iter", "next", "map"}
+_ADDS = {"append", "extend", "insert", "appendleft", "add"}
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
 
 
@@ -40,7 +42,7 @@ class Break:
     what: str
 
 
-def _ops_name(name: str) -> str | None:
+def ops_name(name: str) -> str | None:
     """`argmax` for `tf.argmax`, `tf.math.argmax`, `keras.ops.argmax`...; None for other names."""
     for prefix in sorted(_OPS_PREFIXES, key=len, reverse=True):
         if name.startswith(prefix) and "." not in name[len(prefix):]:
@@ -64,7 +66,9 @@ def _builds_object(func: str, op: str | None, receiver: object, callee: object) 
         return False
     # a class (`tfd.Normal`, `keras.layers.Dense`, `Bijector`), or a plain function of the user's
     # (`make_head(v)`); a method (`tape.gradient`, `opt.apply`) computes and returns values
-    return parts[-1][:1].isupper() or (len(parts) == 1 and parts[0] not in _MODULES)
+    # a factory classmethod (`tfd.Beta.experimental_from_mean_variance(m, v)`) builds an instance as well
+    return any(p[:1].isupper() for p in parts[1:]) or parts[-1][:1].isupper() or (
+        len(parts) == 1 and parts[0] not in _MODULES)
 
 
 def _int_dtype(node: ast.AST | None) -> bool:
@@ -75,6 +79,7 @@ def _int_dtype(node: ast.AST | None) -> bool:
 
 def combine(states: list) -> object:
     """TENSOR if any part carries a gradient, else the first break, else OWNER or nothing."""
+    states = [s for s in states if s != EMPTY]
     if TENSOR in states:
         return TENSOR
     breaks = [s for s in states if isinstance(s, Break)]
@@ -84,7 +89,10 @@ def combine(states: list) -> object:
 
 
 def _join(first: object, second: object) -> object:
-    """After two branches: a gradient may flow if it flows in either; a break only if both break."""
+    """After two branches: a gradient may flow if it flows in either; a break only if both break (a list still
+    empty on one branch is what the other branch put in it)."""
+    if first == EMPTY or second == EMPTY:
+        return second if first == EMPTY else first
     if TENSOR in (first, second):
         return TENSOR
     if OWNER in (first, second):
@@ -95,8 +103,11 @@ def _join(first: object, second: object) -> object:
 class Flow:
     """Walk one scope up to `call`, giving each name its state with respect to the call's sources."""
 
-    def __init__(self, call: Call):
+    def __init__(self, call: Call, functions: dict | None = None):
         self.call = call
+        self.functions = functions or {}  # the module's functions, followed one call deep (`calls`)
+        self.follow = None  # how a call of one of them is followed: set by `calls.flow`
+        self.returns: list[object] = []
         self.sources = {d for d in map(dotted, call.sources) if d}
         self.owners = {s[: -len(end)] for s in self.sources for end in OWNED if s.endswith(end)}
         self.env: dict[str, object] = {}
@@ -113,6 +124,9 @@ class Flow:
         """The state of expression `node` in the current environment."""
         if node is None or isinstance(node, (ast.Constant, ast.JoinedStr)):
             return None
+        if isinstance(node, (ast.List, ast.Tuple, ast.Dict)) and not (node.keys if isinstance(node, ast.Dict) else
+                                                                       node.elts):
+            return EMPTY
         name = dotted(node)
         if name is not None:
             state = self.lookup(name)
@@ -151,40 +165,49 @@ class Flow:
             func.split(".")[0] not in _MODULES) else None
         callee = self.value(node.func) if isinstance(node.func, ast.Name) else None  # `model(x)`: the model
         inputs = combine([receiver, callee, *(self.value(a) for a in args)])
-        live = inputs is not None
-        op = _ops_name(func)
+        op = ops_name(func)
         text = ast.unparse(node.func)
         if func in _SIZES:
             return None
+        applied = self.follow(self, node, args) if self.follow else None
+        if applied is not None:  # a function of the module, or a `Lambda` layer (`calls.applied`)
+            return applied
         if func in _CONTAINERS:
             return inputs
         if func.split(".")[0] in ("np", "numpy") or method == "numpy":
-            return Break("numpy-in-path", node, f"`{text}()`") if live else None
+            return self._cut(inputs, "numpy-in-path", node, f"`{text}()`")
         if func in ("float", "int", "bool") or method in ("item", "tolist"):
-            return Break("python-number-in-path", node, f"`{text}()`") if live else None
+            return self._cut(inputs, "python-number-in-path", node, f"`{text}()`")
         if method in ("predict", "predict_on_batch"):
             # Keras's `predict` only on what the sources show to be a model (`model` of
             # `model.trainable_variables`); any other object's `predict` may be its own method
             model = dotted(node.func.value)
             if model is not None and any(s == model + owned for s in self.sources for owned in OWNED):
-                return Break("predict-in-tape", node, f"`{text}()`") if live else None
+                return self._cut(inputs, "predict-in-tape", node, f"`{text}()`")
             return inputs
         if op is None and self.value(node.func) == OWNER:
             # the owner of the sources called, or one of its methods: it computes from the sources whatever its
             # arguments are, so `model(tf.stop_gradient(x))` still reaches `model.trainable_variables`
             return TENSOR if self.lookup(func) == OWNER or self.recording(node) else OWNER
         if op in _STOP:
-            return Break("stop-gradient", node, f"`{text}`") if live else None
+            return self._cut(inputs, "stop-gradient", node, f"`{text}`")
         if op == "where":
             return combine([self.value(a) for a in node.args[1:3]]) if len(node.args) >= 3 else None
-        if op in _NON_DIFFERENTIABLE or (op in ("cast", "saturate_cast") and _int_dtype(
+        if op in NON_DIFFERENTIABLE or (op in ("cast", "saturate_cast") and _int_dtype(
                 node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "dtype"), None))):
-            return Break("non-differentiable", node, f"`{text}`") if live else None
+            return self._cut(inputs, "non-differentiable", node, f"`{text}`")
         if inputs == OWNER:
             return TENSOR if self.recording(node) else OWNER
         if inputs == TENSOR and not self.recording(node) and _builds_object(func, op, receiver, callee):
             return OWNER  # an object holding the source, which computes when its methods run inside the tape
         return inputs
+
+    @staticmethod
+    def _cut(inputs: object, code: str, node: ast.AST, what: str) -> object:
+        """A new break at `node`, or the break its inputs already carry (the first cut names the cause)."""
+        if isinstance(inputs, Break):
+            return inputs
+        return Break(code, node, what) if inputs is not None else None
 
     def recording(self, node: ast.AST) -> bool:
         """Whether the call's tape records `node` (it lies inside one of the tape's `with` blocks)."""
@@ -234,10 +257,20 @@ class Flow:
             self.bind(stmt.target, self.value(stmt.iter))
 
     def execute(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, ast.Return):
+            self.returns.append(self.computed(stmt.value, stmt) if stmt.value is not None else None)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self._mutate(stmt.value, stmt)
+        elif isinstance(stmt, ast.Assign):
+            pairs = [t for t in stmt.targets if isinstance(t, (ast.Tuple, ast.List)) and isinstance(
+                stmt.value, (ast.Tuple, ast.List)) and len(t.elts) == len(stmt.value.elts)]
             state = self.computed(stmt.value, stmt)
             for target in stmt.targets:
-                self.bind(target, state)
+                if target in pairs:  # `a, b = [], []`: each name its own value
+                    for name, value in zip(target.elts, stmt.value.elts):
+                        self.bind(name, self.computed(value, stmt))
+                else:
+                    self.bind(target, state)
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             state = self.computed(stmt.value, stmt)
             if isinstance(stmt, ast.AugAssign):
@@ -278,6 +311,23 @@ class Flow:
             if isinstance(stmt, ast.If) and not stmt.orelse:
                 self._merge(before, self.env)
 
+    def _mutate(self, call: ast.Call, stmt: ast.stmt) -> None:
+        """`items.append(x)` and its kin: the list now holds what was put in it (a list the scope did not start
+        empty holds unknown things too, so only a gradient-carrying item changes what is known of it)."""
+        func = call.func
+        name = dotted(func.value) if isinstance(func, ast.Attribute) else None
+        if name is None or func.attr not in _ADDS or not call.args:
+            return
+        item = combine([self.computed(a, stmt) for a in call.args[-1:]])
+        old = self.env.get(name)
+        if old == EMPTY:
+            state = item if item is not None else EMPTY
+        elif old is None:
+            state = item if item in (TENSOR, OWNER) else None
+        else:
+            state = combine([old, item])
+        self.bind(ast.Name(name), state)
+
     def _merge(self, first: dict[str, object], second: dict[str, object]) -> None:
         merged = {}
         for key in first.keys() | second.keys():
@@ -299,12 +349,3 @@ def _bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
 def _contains(outer: ast.AST, node: ast.AST) -> bool:
     return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and (
         node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
-
-
-def target_state(call: Call, body: list[ast.stmt]) -> object:
-    """The state of the call's target where the call is made (None when the target is not followed)."""
-    if call.target is None or not call.tape.blocks:
-        return None
-    flow = Flow(call)
-    flow.run(body)
-    return flow.computed(call.target, call.node)

@@ -14,13 +14,14 @@ only, such as `self.optimizer`, in a module that imports one of them).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
-from tapelab.lint.model import Edit, Finding, checker, define, finding
+from tapelab.lint.model import Edit, Finding, checker, define, finding, rename_end
 from tapelab.lint.tapes import dotted, nodes
 from tapelab.lint.uses import Uses
 
-__all__ = ["check_keras"]
+__all__ = ["check_keras", "keras3_client", "imported_names"]
 
 define("TPL201", "keras2-compiled-loss", """
 **What it does**: flags calls of `self.compiled_loss(...)` (any receiver) in a module that does not define
@@ -164,8 +165,10 @@ return {m.name: m.result() for m in self.metrics}
 _NOT_KERAS3_CLIENT = ("tf_keras", "tensorflow.python.keras", "keras.src")
 
 
-def _keras3_client(tree: ast.Module) -> bool:
-    """False when the module imports Keras 2 or Keras's own implementation (see the module docstring)."""
+@functools.lru_cache(maxsize=1)
+def keras3_client(tree: ast.Module) -> bool:
+    """False when the module imports Keras 2 or Keras's own implementation (see the module docstring); asked once
+    per module however many families ask."""
     for node in nodes(tree):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
@@ -229,7 +232,7 @@ def _optimizer_classes(tree: ast.Module) -> set[str]:
             and (node.module or "").split(".")[-1] == "optimizers" for a in node.names}
 
 
-def _imported(tree: ast.Module) -> dict[str, str]:
+def imported_names(tree: ast.Module) -> dict[str, str]:
     """Local name -> the dotted path it was imported as (`import tensorflow as tf`: `tf` -> `tensorflow`)."""
     names = {}
     for node in nodes(tree):
@@ -248,18 +251,27 @@ def _from_keras(path: str, imported: dict[str, str]) -> bool:
     return imported.get(path.split(".")[0], "").split(".")[0] in _KERAS
 
 
-def _rename_end(node: ast.AST, old: str, new: str) -> Edit:
-    """An edit of the name `old` that ends `node` (the attribute of `a.old`) into `new`."""
-    return Edit(node.end_lineno, node.end_col_offset - len(old), node.end_lineno, node.end_col_offset, new)
-
-
 def _builds_optimizer(call: ast.Call, classes: set[str]) -> bool:
     parts = (dotted(call.func) or "").split(".")
     return (len(parts) >= 2 and parts[-2] == "optimizers") or (len(parts) == 1 and parts[0] in classes)
 
 
+def _guarded(node: ast.AST, receiver: str, uses: Uses) -> bool:
+    """Whether `node` runs only where `hasattr(receiver, "lr")` holds: in the body of such an `if` (or the true
+    branch of such a conditional expression), code written for both Keras versions."""
+    child, parent = node, uses.parents.get(id(node))
+    while parent is not None:
+        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test and (
+                child in parent.body if isinstance(parent.body, list) else child is parent.body) and any(
+                isinstance(n, ast.Call) and dotted(n.func) == "hasattr" and len(n.args) == 2 and dotted(
+                    n.args[0]) == receiver and getattr(n.args[1], "value", None) == "lr" for n in ast.walk(parent.test)):
+            return True
+        child, parent = parent, uses.parents.get(id(parent))
+    return False
+
+
 def _lr_findings(tree: ast.Module, optimizers: set[str], imported: dict[str, str],
-                 keras_module: bool) -> Iterator[Finding]:
+                 keras_module: bool, uses: Uses) -> Iterator[Finding]:
     classes = _optimizer_classes(tree)
     for node in nodes(tree):
         if isinstance(node, ast.Call) and _builds_optimizer(node, classes):
@@ -272,9 +284,9 @@ def _lr_findings(tree: ast.Module, optimizers: set[str], imported: dict[str, str
                               "`learning_rate=`, and raise on `lr`", edit)
         elif isinstance(node, ast.Attribute) and node.attr == "lr":
             receiver = dotted(node.value) or ""
-            if receiver in optimizers or receiver.split(".")[-1] == "optimizer":
+            if (receiver in optimizers or receiver.split(".")[-1] == "optimizer") and not _guarded(node, receiver, uses):
                 yield finding("keras2-lr", node, f"`{receiver}.lr`: a Keras 3 optimizer has `learning_rate`, "
-                              "not `lr`", _rename_end(node, "lr", "learning_rate") if keras_module else None)
+                              "not `lr`", rename_end(node, "lr", "learning_rate") if keras_module else None)
 
 
 # Legacy optimizers whose Keras 3 namesake takes the same leading parameters, in this order, with the same
@@ -328,15 +340,15 @@ def _compiled_metrics(node: ast.Attribute, uses: Uses) -> Iterator[Finding]:
 @checker("compiled_loss", "compiled_metrics", "reset_states", "get_gradients", "get_updates", "legacy", "lr")
 def check_keras(tree: ast.Module) -> Iterator[Finding]:
     """Keras 2 names called on Keras 3 objects, in modules written against Keras 3."""
-    if not _keras3_client(tree):
+    if not keras3_client(tree):
         return
     metrics = _made_by(tree, "metrics") | _metric_loop_names(tree)
-    optimizers, imported = _made_by(tree, "optimizers"), _imported(tree)
+    optimizers, imported = _made_by(tree, "optimizers"), imported_names(tree)
     keras_module = any(path.split(".")[0] in _KERAS for path in imported.values())
     legacy_edits = _legacy_edits(tree, imported)
     own = {name for name in ("compiled_loss", "compiled_metrics") if _defines(tree, name)}
     uses = Uses(tree)
-    yield from _lr_findings(tree, optimizers, imported, keras_module)
+    yield from _lr_findings(tree, optimizers, imported, keras_module, uses)
     for node in nodes(tree):
         if _legacy(node, uses):
             yield finding("keras2-legacy-optimizer", node, "`optimizers.legacy` is Keras 2 only; Keras 3 has "
@@ -352,7 +364,7 @@ def check_keras(tree: ast.Module) -> Iterator[Finding]:
             yield finding("keras2-compiled-loss", node, f"`{ast.unparse(node.func)}` is the Keras 2 loss "
                           "container; Keras 3 asks `compute_loss`")
         elif method == "reset_states" and receiver in metrics:
-            edit = _rename_end(node.func, "reset_states", "reset_state") if keras_module and not (
+            edit = rename_end(node.func, "reset_states", "reset_state") if keras_module and not (
                 node.args or node.keywords) else None
             yield finding("keras2-reset-states", node, f"`{receiver}` is a Keras metric: Keras 3 metrics have "
                           "`reset_state()`, not `reset_states()`", edit)

@@ -20,7 +20,7 @@ from tapelab.causes import Cause, cause
 from tapelab.errors import UsageError
 
 __all__ = ["Edit", "Finding", "Rule", "RULES", "CHECKERS", "LEVELS", "Gate", "define", "checker", "find_rule",
-           "rules_named", "finding", "UnknownRule"]
+           "rules_named", "finding", "UnknownRule", "rename_end"]
 
 LEVELS = ("error", "warning")  # a rule's level, most severe first (SARIF and GitHub use the same words)
 
@@ -110,16 +110,20 @@ class Gate:
     finds a candidate; the pattern confirms that no identifier character touches it (it starts with the name,
     so `re` looks for it as fast as `in`, and looks behind it once found)."""
 
-    def __init__(self, names: tuple[str, ...]):
+    def __init__(self, names: tuple[str | tuple[str, ...], ...]):
         self.names = names
-        self._patterns = [(name, re.compile(rf"{re.escape(name)}(?<!\w{re.escape(name)})(?!\w)")) for name in names]
+        self._patterns = [(name, re.compile(rf"{re.escape(name)}(?<!\w{re.escape(name)})(?!\w)")) for name in names
+                          if isinstance(name, str)]
+        self._together = [Gate(group) for group in names if isinstance(group, tuple)]  # all of a group's names
 
     def __call__(self, source: str) -> bool:
-        return any(name in source and pattern.search(source) for name, pattern in self._patterns)
+        return any(name in source and pattern.search(source) for name, pattern in self._patterns) or any(
+            all(Gate((name,))(source) for name in group.names) for group in self._together)
 
 
-def checker(*needs: str) -> Callable:
-    """Register a family's checker, run only on sources that name one of `needs` (see `Gate`)."""
+def checker(*needs: str | tuple[str, ...]) -> Callable:
+    """Register a family's checker, run only on sources that name one of `needs` (see `Gate`); a tuple in
+    `needs` is a group of names that must all be named."""
     def register(check: Callable[[ast.Module], Iterator[Finding]]) -> Callable[[ast.Module], Iterator[Finding]]:
         CHECKERS.append((Gate(needs), check))
         return check
@@ -153,3 +157,8 @@ def finding(code: str, node: ast.AST, message: str, edit: Edit | None = None) ->
     """A finding of rule `code` at `node`, fixed by `edit` if given (path and cell are filled in by the caller)."""
     return Finding(RULES[code].number, code, message, getattr(node, "lineno", 1), getattr(node, "col_offset", 0),
                    edit=edit)
+
+
+def rename_end(node: ast.AST, old: str, new: str) -> Edit:
+    """An edit of the name `old` that ends `node` (the attribute of `a.old`) into `new`."""
+    return Edit(node.end_lineno, node.end_col_offset - len(old), node.end_lineno, node.end_col_offset, new)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tapelab.lint.flow import Break, target_state
+from tapelab.lint.calls import target_state
+from tapelab.lint.flow import Break
 from tapelab.lint.model import Finding, checker, define, finding
 from tapelab.lint.tapes import Call, dotted, scopes
 
@@ -224,9 +225,10 @@ def _applies(scope_node: ast.AST, grads: str) -> Iterator[ast.Call]:
 @checker("GradientTape")
 def check_paths(tree: ast.Module) -> Iterator[Finding]:
     """Each gradient call whose target is cut from every source, and optimizers fed its None gradients."""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     for scope in scopes(tree):
         for call in scope.gradient_calls():
-            cut = target_state(call, scope.body)
+            cut = target_state(call, scope.body, functions)
             if not isinstance(cut, Break):
                 continue
             yield finding(cut.code, call.node, _message(call, cut))

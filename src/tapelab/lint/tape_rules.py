@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from tapelab.lint.bindings import assignments_of, binding, origin, tensor_made
 from tapelab.lint.flow import OWNED
 from tapelab.lint.model import Finding, checker, define, finding
-from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes, statements
+from tapelab.lint.tapes import Call, Scope, Tape, dotted, flag, scopes
 
 __all__ = ["check_tapes"]
 
-_CONSTANT_MAKERS = {"constant", "convert_to_tensor", "ones", "zeros", "fill", "range", "linspace", "ones_like",
-                    "zeros_like", "eye"}
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ENDS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 
@@ -266,22 +265,6 @@ def _not_released(scope: Scope, tape: Tape) -> Iterator[Finding]:
                       f"{work.lineno}); `del {tape.name}` once its gradients are taken")
 
 
-def _assignments(scope: Scope) -> list[ast.stmt]:
-    return [s for s in statements(scope.body) if isinstance(s, (ast.Assign, ast.AugAssign))]
-
-
-def _origin(value: ast.AST) -> str | None:
-    if isinstance(value, ast.Call):
-        func = dotted(value.func) or ""
-        parts = func.split(".")
-        if parts[0] == "tf" and (parts[-1] in _CONSTANT_MAKERS and len(parts) == 2 or parts[1:2] == ["random"]):
-            return "constant"
-        if func in ("tf.Variable", "tf.compat.v1.Variable"):
-            frozen = flag(value, "trainable") is False
-            return "frozen" if frozen else "variable"
-    return None
-
-
 def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     """Whether the tape may watch `name` before `before` (any watch we cannot read counts as watching)."""
     for watch in tape.watches:
@@ -294,23 +277,6 @@ def _watched(tape: Tape, name: str, before: ast.AST) -> bool:
     return False
 
 
-def _binding(name: str, assignments: list[ast.stmt], before: ast.AST) -> ast.AST | None:
-    """The value last given to `name` by a plain assignment before `before` (`name = v`, or an item of
-    `a, name = u, v`); None when it was last bound otherwise or not at all."""
-    value = None
-    for stmt in assignments:
-        if stmt.lineno >= before.lineno:
-            break
-        for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-            if dotted(target) == name:
-                value = stmt.value if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-            elif isinstance(target, ast.Tuple) and any(dotted(e) == name for e in target.elts):
-                pairs = isinstance(stmt.value, ast.Tuple) and len(stmt.value.elts) == len(target.elts)
-                value = next((v for e, v in zip(target.elts, stmt.value.elts) if dotted(e) == name), None) \
-                    if pairs else None
-    return value
-
-
 def _leaves(source: ast.AST, assignments: list[ast.stmt], before: ast.AST, depth: int = 0) -> Iterator[ast.AST]:
     """The sources a `gradient` call really differentiates by: the items of a list, tuple or dict given as
     sources, nested or bound to a name first (`params = {"w": w}`), down to names and attributes."""
@@ -320,7 +286,7 @@ def _leaves(source: ast.AST, assignments: list[ast.stmt], before: ast.AST, depth
         for item in items:
             yield from _leaves(item, assignments, before, depth + 1)
         return
-    bound = _binding(source.id, assignments, before) if isinstance(source, ast.Name) and depth < 4 else None
+    bound = binding(source.id, assignments, before) if isinstance(source, ast.Name) and depth < 4 else None
     if isinstance(bound, (ast.List, ast.Tuple, ast.Dict)):
         yield from _leaves(bound, assignments, bound, depth + 1)
     else:
@@ -342,11 +308,14 @@ def _unwatched(scope: Scope, call: Call, assignments: list[ast.stmt]) -> Iterato
                               f"`watch_accessed_variables=False` and never watches `{name}`, so every gradient "
                               "is None")
                 continue
-            bound = _binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
-            origin = _origin(bound) if bound is not None else None
-            if origin in ("constant", "frozen") or (origin == "variable" and not auto):
-                made = ast.unparse(bound.func) + ("(..., trainable=False)" if origin == "frozen" else "")
-                why = ", which a tape does not watch by itself," if origin == "frozen" else ""
+            bound = binding(name, assignments, call.node) if isinstance(source, ast.Name) else None
+            kind = origin(bound) if bound is not None else None
+            if kind is None and bound is not None and not call.tape.records(bound):
+                kind = tensor_made(bound, assignments)
+            if kind in ("constant", "frozen", "tensor") or (kind == "variable" and not auto):
+                made = ast.unparse(bound.func if isinstance(bound, ast.Call) else bound) + (
+                    "(..., trainable=False)" if kind == "frozen" else "")
+                why = ", which a tape does not watch by itself," if kind in ("frozen", "tensor") else ""
                 yield finding("not-watched", at, f"`{name}` is made by `{made}` (line {bound.lineno}){why} and "
                               f"`{call.tape.name}` never watches it, so the gradient is None")
 
@@ -356,7 +325,7 @@ def _rebound(scope: Scope, call: Call, assignments: list[ast.stmt], parents) -> 
         if not isinstance(source, ast.Name) or _watched(call.tape, source.id, scope.body[-1]):
             continue
         made = [a for a in assignments if isinstance(a, ast.Assign) and len(a.targets) == 1
-                and dotted(a.targets[0]) == source.id and _origin(a.value) in ("variable", "frozen")]
+                and dotted(a.targets[0]) == source.id and origin(a.value) in ("variable", "frozen")]
         if not made:
             continue
         loops = [a for a, name, _ in _chain(call.node, parents) if isinstance(a, _LOOPS)]
@@ -381,7 +350,7 @@ def check_tapes(tree: ast.Module) -> Iterator[Finding]:
         if not scope.tapes:
             continue
         parents = _parents(scope.body)
-        assignments = _assignments(scope)
+        assignments = assignments_of(scope)
         for tape in scope.tapes:
             if tape.persistent is False:
                 yield from _twice(scope, tape, parents)

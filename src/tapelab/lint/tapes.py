@@ -164,9 +164,9 @@ def _own_calls(stmt: ast.stmt) -> Iterator[ast.Call]:
             yield from sorted(calls_in(part), key=lambda c: (c.lineno, c.col_offset))
 
 
-def scopes(tree: ast.Module) -> Iterator[Scope]:
-    """The module body and every function body in it, each as a scope with its tapes."""
-    yield _scope(tree, tree.body)
-    for node in nodes(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield _scope(node, node.body)
+@functools.lru_cache(maxsize=1)
+def scopes(tree: ast.Module) -> tuple[Scope, ...]:
+    """The module body and every function body in it, each as a scope with its tapes (built once per module,
+    however many rule families read them; the cache holds the last module linted)."""
+    return (_scope(tree, tree.body), *(_scope(node, node.body) for node in nodes(tree)
+                                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))))

@@ -1,0 +1,15 @@
+import keras
+from keras import ops
+from keras.layers import LSTM, Dense, Embedding, Input, Lambda
+
+vocabulary, latent_dim, steps = 5000, 64, 20
+encoder_inputs = Input(shape=(steps,))
+encoder_outputs = Embedding(vocabulary, latent_dim)(encoder_inputs)
+encoder_outputs = LSTM(latent_dim, return_sequences=True)(encoder_outputs)
+encoder_outputs = Dense(vocabulary, activation="softmax")(encoder_outputs)
+encoder_outputs = Lambda(ops.argmax, arguments={"axis": -1})(encoder_outputs)  # BUG
+decoder_outputs = Embedding(vocabulary, latent_dim)(encoder_outputs)
+decoder_outputs = Dense(vocabulary, activation="softmax")(LSTM(latent_dim, return_sequences=True)(decoder_outputs))
+model = keras.Model(encoder_inputs, decoder_outputs)
+model.compile(optimizer="rmsprop", loss="sparse_categorical_crossentropy")
+model.fit(train_data, train_label, epochs=10)

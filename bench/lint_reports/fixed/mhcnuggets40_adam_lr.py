@@ -1,0 +1,6 @@
+from keras.optimizers import Adam
+
+
+def compile_model(model, lr=0.001):
+    model.compile(loss="mse", optimizer=Adam(learning_rate=lr))
+    return model

@@ -1,0 +1,10 @@
+import tensorflow as tf
+
+x = tf.constant([1.0, 2.0, 3.0])
+y = tf.constant([2.0, 4.0, 6.0])
+w = tf.Variable(3.0)
+b = tf.Variable(0.0)
+with tf.GradientTape() as tape:
+    pred = w * x + b
+    loss = tf.reduce_mean(tf.square(pred - y))
+print(tape.gradient(loss, [w, b]))

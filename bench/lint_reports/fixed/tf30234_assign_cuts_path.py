@@ -1,0 +1,9 @@
+import tensorflow as tf
+
+v = tf.Variable(1.0)
+x = tf.convert_to_tensor(2.0)
+with tf.GradientTape() as t:
+    t.watch(x)
+    updated = v + x
+    loss = updated * updated
+print(t.gradient(loss, x))

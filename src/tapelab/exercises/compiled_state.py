@@ -1,0 +1,116 @@
+"""Exercise 2.5 of notebook 02_model_variables: a running mean kept by a compiled function.
+
+The lesson is what a `tf.function` keeps between calls: its Python body runs only while it is traced, so
+state that must change on every call lives in variables, created once, and each function made by the
+factory needs its own. The checker tells these apart by what the functions return, never by the source:
+two fresh functions given the same first value must agree (else they share state), and the means of
+interleaved calls are compared with the values each known mistake gives.
+"""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from tapelab.checker.compare import to_numpy
+from tapelab.checker.exercise import Exercise
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.wrong_answers import Alternative, wrong_value
+
+__all__ = ["ex2_5"]
+
+_RTOL, _ATOL = 1e-5, 1e-5
+
+
+def _running_means(values):
+    return [float(m) for m in np.cumsum(values) / np.arange(1, len(values) + 1)]
+
+
+def _interleaved(spec):
+    """(function index, value) in the order the checker calls: one value of each function in turn."""
+    longest = max(len(values) for values in spec)
+    return [(i, values[k]) for k in range(longest) for i, values in enumerate(spec) if k < len(values)]
+
+
+class RunningMean(Exercise):
+    number = "2.5"
+    answer = "make_running_mean"
+    # Each case: the values given to each function that make_running_mean() makes, called in turn.
+    visible_cases = (((2.0, 4.0, 9.0),), ((1.0, 3.0), (10.0, 20.0, 30.0)))
+    praise = ("the total and the count live in variables made once per function, so every call of the one "
+              "traced graph updated them, and each function kept its own.")
+    hints = (
+        "Python code inside a `tf.function` runs only while it is traced. What must hold the total and the "
+        "count, so that every call changes them?",
+        "In `make_running_mean`, before the compiled function, create `total = tf.Variable(0.0)` and "
+        "`count = tf.Variable(0.0)`; inside it, `assign_add` to both and return `total / count`.",
+    )
+
+    def _made(self, fn):
+        """One compiled function from the student's factory, checked to be one."""
+        update = self.call(fn, shown="").value
+        if update is None:
+            raise Incorrect("`make_running_mean()` returned `None`. Did you forget to `return` the compiled "
+                            "function?", cause="no-return")
+        if not callable(update):
+            raise Incorrect(f"`make_running_mean()` returned a `{type(update).__name__}`, but should return a "
+                            "function to call with each value.")
+        if not hasattr(update, "experimental_get_tracing_count"):
+            raise Incorrect("`make_running_mean()` returned a plain Python function. Decorate the function it "
+                            "returns with `@tf.function`: the exercise is about what a compiled function keeps "
+                            "between calls.", cause="not-compiled")
+        return update
+
+    def _mean(self, update, value) -> float:
+        got = self.run(lambda: update(tf.constant(value)), f"Calling `update(tf.constant({value}))`").value
+        try:
+            array = to_numpy(got)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.size != 1:
+            raise Incorrect(f"`update(tf.constant({value}))` returned {got!r}, but should return the mean of "
+                            "the values so far: one number, as a scalar tensor.")
+        return float(array.ravel()[0])
+
+    def check_case(self, fn, spec, facts):
+        self._mean(self._made(fn), -2.5)  # a first function, then two more given the same first value
+        second, third = (self._mean(self._made(fn), 7.5) for _ in range(2))
+        if not np.isclose(second, third, rtol=_RTOL, atol=_ATOL):
+            raise Incorrect("Three functions made by `make_running_mean()` in turn: the first called with "
+                            f"`tf.constant(-2.5)`, then the second and the third each once with `tf.constant(7.5)`. "
+                            f"Those two returned {second:.6g} and {third:.6g}, so the third saw values given to the "
+                            "functions before it: they share one total and count. Create the variables inside "
+                            "`make_running_mean`, so that each function it makes gets its own.",
+                            cause="shared-state")
+        updates = [self._made(fn) for _ in spec]
+        got = [[] for _ in spec]
+        for i, value in _interleaved(spec):
+            got[i].append(self._mean(updates[i], value))
+        for values, means in zip(spec, got):
+            self._compare(list(values), means)
+
+    @staticmethod
+    def _compare(values: list, means: list) -> None:
+        """One function's means against the running means, and against what each known mistake returns."""
+        counts = np.arange(1, len(values) + 1)
+        alternatives = (
+            Alternative("each value", values, "trace-time-state",
+                        "Each call returned the value it was given. The Python code that keeps your values (a "
+                        "list, a number) ran once, while `tf.function` traced the function; every later call "
+                        "ran the graph alone. Keep the total and the count in `tf.Variable`s and `assign_add` "
+                        "to them."),
+            Alternative("running total", list(np.cumsum(values)), "trace-time-state",
+                        "These are running totals: the count you divide by stayed at 1. Is it a Python number? "
+                        "`count += 1` runs only while tracing; keep the count in a `tf.Variable` too."),
+            Alternative("value over count", list(np.asarray(values) / counts), "replaced-by-tensor",
+                        "Each is the value just given divided by the count: the total never grew. Did you "
+                        "rebind its name, `total = total + value`? That ran once, while tracing, and put a "
+                        "tensor in the variable's place; write `total.assign_add(value)`."),
+        )
+        problem = wrong_value(f"[float(update(v)) for v in {values}]", _running_means(values), means,
+                              alternatives, "Does the function add each value to a total, count it, and return "
+                              "total / count?", _RTOL, _ATOL)
+        if problem:
+            raise problem
+
+
+ex2_5 = RunningMean()
