@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tapelab.checker.sources import beside, made_before
+from tapelab.checker.sources import beside, copied_variable, made_before
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.known_errors import KNOWN_ERRORS
 from tapelab.checker.messages import Incorrect
@@ -155,6 +155,10 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
             return Explanation(f"`{name}.watch({root})` comes after a line that already used `{root}`, and the tape "
                                f"only records operations on a tensor from the moment it is watched. Did you call "
                                f"`{name}.watch({root})` before computing anything from it?", "watched-too-late")
+        via = f" `{source}` is computed from `{root}`," if root != source else ""
+        copied = copied_variable(facts, root, call.line, tape, values)
+        if copied:
+            return Explanation(f"{via} {copied[0]}".lstrip(), copied[1])
         root_kind = _kind(root, facts, tape, call.line, values)
         what = ("a variable, but the tape was opened with `watch_accessed_variables=False`" if root_kind == "variable"
                 else "a constant, and a tape only watches trainable variables by itself")
@@ -162,7 +166,6 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
         watchers = [t.name for t in facts.tape_blocks if t.name != name and t.watch_line(root) is not None]
         also = (f" (`{name}` watches only `{'`, `'.join(others)}`)" if others else
                 f" (only `{watchers[0]}` watches it, not `{name}`)" if watchers else "")
-        via = f" `{source}` is computed from `{root}`," if root != source else ""
         return Explanation(f"{via} `{root}` is {what}{also}. Did you call `{name}.watch({root})` inside the "
                            "`with` block?".lstrip(), "not-watched")
     blocked = next((a for a in facts.assignments if a.made_by == "numpy" and tape.contains(a.line)

@@ -24,7 +24,12 @@ def none_error(error: BaseException, facts: CodeFacts, values: Mapping[str, Any]
     text = str(error)
     if "Argument `target` should be" in text:
         return _none_target(facts, values)
-    if isinstance(error, TypeError) and "'NoneType'" in text and _reads_a_gradient(facts, line):
+    if not (isinstance(error, (TypeError, AttributeError)) and "'NoneType'" in text and _reads_a_gradient(facts, line)):
+        return None
+    chained = _none_target(facts, values, line)  # a gradient call on this line was given an earlier gradient's None
+    if chained is not None:
+        return chained
+    if isinstance(error, TypeError):
         for call in facts.gradient_calls:
             why = _sliced_target(facts, call) or explain_none(facts, call, values)
             if why.cause:
@@ -39,9 +44,12 @@ def _reads_a_gradient(facts: CodeFacts, line: str) -> bool:
     return bool(re.search(r"\.(gradient|jacobian|batch_jacobian)\(", line) or names & results)
 
 
-def _none_target(facts: CodeFacts, values) -> Explanation | None:
-    """A gradient call whose target is the result of an earlier gradient call, which returned None."""
+def _none_target(facts: CodeFacts, values, line: str | None = None) -> Explanation | None:
+    """A gradient call (written on `line`, when given) whose target is the result of an earlier gradient call,
+    which returned None."""
     for call in facts.gradient_calls:
+        if line is not None and not re.search(rf"\b{call.tape}\.{call.method}\(\s*{re.escape(call.target)}\b", line):
+            continue
         earlier = next((c for c in facts.gradient_calls if c.result == call.target and c.line < call.line), None)
         if earlier is None:
             continue

@@ -78,6 +78,7 @@ REMEDIES: dict[str, str] = {
     "persistent": r" ?To ask one tape several times, open it with `tf\.GradientTape\(persistent=True\)` and `del \w+` "
                   r"after the last call\.",
     "watch-a-constant": r" ?Did you convert it with `tf\.constant` and watch it\?",
+    "remove-stop-gradient": r"(?<=blocks gradients by design\.) Did you mean to remove it\?",
 }
 
 

@@ -251,6 +251,8 @@ class TwoSteps(Exercise):
 
 class StraightThrough(Exercise):
     number = "5.4"
+    remedies = {"remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's "
+                "correction only: `z + tf.stop_gradient(tf.round(z) - z)`, with `z = w * x`, passes `z`'s gradient."}
     answer = "rounded_gradient"
     # The second case puts w * x on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
     visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)), (0.5, (1.0, 3.0, 5.0), (1.0, 1.0, 3.0)))
