@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import importlib
 import linecache
+import pkgutil
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -64,22 +65,44 @@ def reference_answers(notebook: str) -> dict[str, str]:
     }
 
 
-def mistakes(notebook: str) -> dict[str, list[Mistake]]:
-    """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py)."""
-    module = importlib.import_module(f"mistakes.{notebook.split('_', 1)[1]}")
-    return module.MISTAKES
+def mistakes(notebook: str, seed: int | None = None) -> dict[str, list[Mistake]]:
+    """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py), written for the
+    variant of `seed` (None: the notebook's own numbers)."""
+    return _for_variant(notebook, "mistakes", seed, "code", "says")
 
 
-def fresh_mistakes(notebook: str) -> dict[str, list[Fresh]]:
-    """grade_id of each answer cell -> its mistakes of the second catalogue (tests/fresh_mistakes/<topic>.py)."""
-    module = importlib.import_module(f"fresh_mistakes.{notebook.split('_', 1)[1]}")
-    return module.MISTAKES
+def fresh_mistakes(notebook: str, seed: int | None = None) -> dict[str, list[Fresh]]:
+    """grade_id of each answer cell -> its mistakes of the second catalogue (tests/fresh_mistakes/<topic>.py),
+    written for the variant of `seed`."""
+    return _for_variant(notebook, "fresh_mistakes", seed, "code", "tutor")
+
+
+def _for_variant(notebook: str, catalogue: str, seed: int | None, *fields: str) -> dict[str, list]:
+    """A catalogue's mistakes with their `$name` fields filled from their exercise's variant of `seed`: a
+    mistake is a transformation that applies to any variant (tapelab.checker.variants)."""
+    found = importlib.import_module(f"{catalogue}.{notebook.split('_', 1)[1]}").MISTAKES
+    filled = {}
+    for grade_id, listed in found.items():
+        variant = exercise_named(grade_id.removesuffix("_answer")).space.variant(seed)
+        filled[grade_id] = [replace(m, **{f: variant.fill(getattr(m, f)) for f in fields}) for m in listed]
+    return filled
 
 
 def reported_mistakes(notebook: str) -> dict[str, list[Reported]]:
     """grade_id of each answer cell -> its mistakes of the third catalogue (tests/third_mistakes/<topic>.py)."""
     module = importlib.import_module(f"third_mistakes.{notebook.split('_', 1)[1]}")
     return module.MISTAKES
+
+
+def exercise_named(name: str):
+    """The checker bound to `name` ("ex1_2") in whichever module of `tapelab.exercises` binds it."""
+    import tapelab.exercises
+
+    for module in pkgutil.iter_modules(tapelab.exercises.__path__):
+        found = getattr(importlib.import_module(f"tapelab.exercises.{module.name}"), name, None)
+        if found is not None:
+            return found
+    raise LookupError(f"no module of tapelab.exercises binds {name}")
 
 
 def define(code: str, label: str, namespace: dict) -> dict:

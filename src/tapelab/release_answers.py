@@ -53,6 +53,8 @@ def derive_answers(name: str, solutions: Path = SOLUTIONS) -> dict[str, dict[str
                              f'Exercise {number}: add them under ["{number}"]')
         found[number] = {"solution": _MARKER.sub("", cell.source).strip("\n"), "why": texts[number]["why"],
                          "last_hint": texts[number]["last_hint"]}
+        if "solution" in texts[number]:  # an exercise in variants: its solution with the variant's fields
+            found[number]["template"] = texts[number]["solution"].strip("\n")
     return found
 
 

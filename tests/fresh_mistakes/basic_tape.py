@@ -5,32 +5,32 @@ MISTAKES = {
     "ex1_1_answer": [
         Fresh("derivative worked out by hand", '''
 def cubic_slope(x):
-    return 9 * x**2 - 4 * x + 1
-''', "no-tape-used", "Your `9 * x**2 - 4 * x + 1` is the derivative done by hand; the exercise asks the tape for it: "
-     "record `y = 3 * x**3 - 2 * x**2 + x` on a `tf.Variable` inside `tf.GradientTape()` and return `tape.gradient(y, x)`."),
+    return $a3 * x**2 - $b2 * x + 1
+''', "no-tape-used", "Your `$a3 * x**2 - $b2 * x + 1` is the derivative done by hand; the exercise asks the tape for it: "
+     "record `y = $a * x**3 - $b * x**2 + x` on a `tf.Variable` inside `tf.GradientTape()` and return `tape.gradient(y, x)`."),
         Fresh("coefficients and powers as int tensors", '''
 def cubic_slope(x):
     x = tf.Variable(x)
-    coeffs = tf.constant([3, -2, 1])
+    coeffs = tf.constant([$a, -$b, 1])
     powers = tf.constant([3, 2, 1])
     with tf.GradientTape() as tape:
         y = tf.reduce_sum(coeffs * x**powers)
     return tape.gradient(y, x)
-''', "dtype-clash", "`tf.constant([3, 2, 1])` and `tf.constant([3, -2, 1])` are int32 tensors and `x` is float32, so "
+''', "dtype-clash", "`tf.constant([3, 2, 1])` and `tf.constant([$a, -$b, 1])` are int32 tensors and `x` is float32, so "
      "`x**powers` fails on mixed dtypes; write the lists as floats (`[3.0, 2.0, 1.0]`) or just write the polynomial out."),
         Fresh("y computed from the Python float, not the variable", '''
 def cubic_slope(x):
     xv = tf.Variable(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
+        y = $a * x**3 - $b * x**2 + x
     return tape.gradient(y, xv)
 ''', ("not-connected", "unused-input"), "Inside the tape you compute `y` from the Python float `x`, not from the variable "
-     "`xv`, so nothing recorded links `y` to `xv` and the gradient is None; write `y = 3 * xv**3 - 2 * xv**2 + xv`."),
+     "`xv`, so nothing recorded links `y` to `xv` and the gradient is None; write `y = $a * xv**3 - $b * xv**2 + xv`."),
         Fresh("typo x*2 for x**2", '''
 def cubic_slope(x):
     x = tf.Variable(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x*2 + x
+        y = $a * x**3 - $b * x*2 + x
     return tape.gradient(y, x)
 ''', "wrong-target", "You typed `2 * x*2` (that is 4x) where the cubic has `2 * x**2`, so you differentiate "
      "3x³ − 3x and get 9x² − 3 instead of 9x² − 4x + 1; make it `x**2`."),
@@ -40,7 +40,7 @@ def cubic_slope(x):
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x * w + b
-        loss = tf.reduce_mean(y**2)
+        loss = tf.reduce_mean($err**2)
     return tape.gradient(loss, [w, b])
 ''', "elementwise-not-matmul", "`x * w` multiplies element by element, and a (batch, in) by an (in, out) tensor "
      "do not broadcast; the layer is a matrix product, `y = x @ w + b`."),
@@ -48,24 +48,24 @@ def loss_gradients(x, w, b):
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-        loss = tf.reduce_sum(y**2)
+        loss = tf.reduce_sum($err**2)
     return tape.gradient(loss, [w, b])
-''', ("sum-not-mean", "constant-factor"), "`tf.reduce_sum(y**2)` adds the squares instead of averaging them, so both "
-     "gradients are too large by the number of elements of `y`; the loss is `tf.reduce_mean(y**2)`."),
+''', ("sum-not-mean", "constant-factor"), "`tf.reduce_sum($err**2)` adds the squares instead of averaging them, so both "
+     "gradients are too large by the number of elements of `y`; the loss is `tf.reduce_mean($err**2)`."),
         Fresh("mean over the batch axis only", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-        loss = tf.reduce_mean(y**2, axis=0)
+        loss = tf.reduce_mean($err**2, axis=0)
     return tape.gradient(loss, [w, b])
-''', "wrong-axis", "`tf.reduce_mean(y**2, axis=0)` averages over the batch only and leaves one loss per output, which the "
+''', "wrong-axis", "`tf.reduce_mean($err**2, axis=0)` averages over the batch only and leaves one loss per output, which the "
      "tape then sums, so the gradients are multiplied by the number of outputs; average over every element: "
-     "`tf.reduce_mean(y**2)`."),
+     "`tf.reduce_mean($err**2)`."),
         Fresh("persistent tape and two gradient calls", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape(persistent=True) as tape:
         y = x @ w + b
-        loss = tf.reduce_mean(y**2)
+        loss = tf.reduce_mean($err**2)
     dl_dw = tape.gradient(loss, w)
     dl_db = tape.gradient(loss, b)
     del tape
@@ -78,16 +78,16 @@ def loss_gradients(x, w, b):
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = 1 / (1 + tf.exp(x))
+        y = 1 / (1 + tf.exp($kx))
     return tape.gradient(y, x)
-''', "sign-flipped", "Your `1 / (1 + tf.exp(x))` is σ(−x), not σ(x): its slopes are −σ′(x), every one with the wrong "
-     "sign; use `tf.exp(-x)`, or simply `tf.sigmoid(x)`."),
+''', "sign-flipped", "Your `1 / (1 + tf.exp($kx))` is σ(−x), not σ(x): its slopes are −σ′(x), every one with the wrong "
+     "sign; use `tf.exp(-x)`, or simply `tf.sigmoid($kx)`."),
         Fresh("a column made of the input", '''
 def sigmoid_slopes(x):
     x = tf.reshape(x, (-1, 1))
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
     return tape.gradient(y, x)
 ''', "extra-axis", "`tf.reshape(x, (-1, 1))` turns the 1-D input into a column, so the slopes come back with shape "
      "(n, 1) instead of (n,); watch `x` as it is given and return the gradient with the input's shape."),
@@ -99,12 +99,12 @@ def sigmoid_slopes(x):
         ys = tf.sigmoid(xs)
     return tape.gradient(ys, xs)
 ''', "unused-input", "You copied the notebook's `xs = tf.linspace(-6.0, 6.0, 121)` and never use the `x` you are "
-     "given, so you return 121 slopes of the grid; watch `x` and differentiate `tf.sigmoid(x)`."),
+     "given, so you return 121 slopes of the grid; watch `x` and differentiate `tf.sigmoid($kx)`."),
         Fresh("output_gradients of NumPy ones", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
     return tape.gradient(y, x, output_gradients=np.ones(x.shape[0]))
 ''', "dtype-clash", "`np.ones(...)` is float64 while `y` is float32, so the backward walk fails on mixed dtypes; the "
      "ones are the default, so drop `output_gradients` (or use `tf.ones_like(y)`)."),

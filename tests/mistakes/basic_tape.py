@@ -7,7 +7,7 @@ MISTAKES = {
 def cubic_slope(x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
+        y = $a * x**3 - $b * x**2 + x
         tape.watch(x)
     return tape.gradient(y, x)
 ''', "before computing anything"),
@@ -15,13 +15,13 @@ def cubic_slope(x):
 def cubic_slope(x):
     x = tf.Variable(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
+        y = $a * x**3 - $b * x**2 + x
     return tape.gradient(x, y)
 ''', "wrong way round"),
         Mistake("y computed outside the tape", '''
 def cubic_slope(x):
     x = tf.Variable(x)
-    y = 3 * x**3 - 2 * x**2 + x
+    y = $a * x**3 - $b * x**2 + x
     with tf.GradientTape() as tape:
         pass
     return tape.gradient(y, x)
@@ -30,14 +30,14 @@ def cubic_slope(x):
 def cubic_slope(x):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
+        y = $a * x**3 - $b * x**2 + x
     return tape.gradient(y, x)
 ''', "tape.watch(x)"),
         Mistake("returns the value, not the gradient", '''
 def cubic_slope(x):
     x = tf.Variable(x)
     with tf.GradientTape() as tape:
-        y = 3 * x**3 - 2 * x**2 + x
+        y = $a * x**3 - $b * x**2 + x
     tape.gradient(y, x)
     return y
 ''', "returned `y` itself"),
@@ -48,7 +48,7 @@ def loss_gradients(x, w, b):
     w = tf.convert_to_tensor(w)
     b = tf.convert_to_tensor(b)
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((x @ w + b) ** 2)
+        loss = tf.reduce_mean((x @ w + b$less_t) ** 2)
     return tape.gradient(loss, [w, b])
 ''', "tape.watch(w)"),
         Mistake("loss built with NumPy", '''
@@ -62,27 +62,27 @@ def loss_gradients(x, w, b):
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-        loss = tf.reduce_mean(y**2)
+        loss = tf.reduce_mean($err**2)
     return [tape.gradient(loss, w), tape.gradient(loss, b)]
 ''', "call `tape.gradient` twice"),
         Mistake("gradient of the prediction, not the loss", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-        loss = tf.reduce_mean(y**2)
+        loss = tf.reduce_mean($err**2)
     return tape.gradient(y, [w, b])
 ''', "gradients of the prediction"),
         Mistake("loss computed outside the tape", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
         y = x @ w + b
-    loss = tf.reduce_mean(y**2)
+    loss = tf.reduce_mean($err**2)
     return tape.gradient(loss, [w, b])
 ''', "compute `loss` inside the `with"),
         Mistake("sources swapped", '''
 def loss_gradients(x, w, b):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((x @ w + b) ** 2)
+        loss = tf.reduce_mean((x @ w + b$less_t) ** 2)
     return tape.gradient(loss, [b, w])
 ''', "swapped"),
     ],
@@ -90,7 +90,7 @@ def loss_gradients(x, w, b):
         Mistake("watched after the sigmoid", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
         tape.watch(x)
     return tape.gradient(y, x)
 ''', "before computing anything"),
@@ -98,27 +98,27 @@ def sigmoid_slopes(x):
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
     return tape.gradient(x, y)
 ''', "wrong way round"),
         Mistake("a constant, not watched", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
     return tape.gradient(y, x)
 ''', "tape.watch(x)"),
         Mistake("the mean as the target", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.reduce_mean(tf.sigmoid(x))
+        y = tf.reduce_mean(tf.sigmoid($kx))
     return tape.gradient(y, x)
 ''', "tf.reduce_mean(y)"),
         Mistake("returns the sigmoid", '''
 def sigmoid_slopes(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.sigmoid(x)
+        y = tf.sigmoid($kx)
     return y
 ''', "sigmoid itself"),
     ],

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 import tapelab.checker.exercise
-from answers import define
+from answers import define, exercise_named
 from course import grade_cell_of
 from tapelab.checker.messages import Feedback, NotAttempted
 from tapelab.paths import SOLUTIONS
@@ -121,12 +121,14 @@ class _Timeout(BaseException):
     """Raised by SIGALRM; a BaseException so that the checker's `except Exception` cannot wrap it."""
 
 
-def grade(exercise: Exercise, code: str, label: str, timeout: float | None = TIMEOUT) -> Verdict:
-    """Run `code` as the answer of `exercise` and its whole test cell; return how the cell ended."""
+def grade(exercise: Exercise, code: str, label: str, timeout: float | None = TIMEOUT, seed: int | None = None) -> Verdict:
+    """Run `code` as the answer of `exercise` and its whole test cell, checked against the variant of `seed`
+    (None: the notebook's own numbers); return how the cell ended."""
     started = time.perf_counter()
     namespace: dict = {"__name__": "__main__"}
     answer_error = ""
-    with redirect_stdout(io.StringIO()), _user_namespace(namespace), _deadline(timeout):
+    with redirect_stdout(io.StringIO()), _user_namespace(namespace), _deadline(timeout), \
+            _variant(exercise.test_id.removesuffix("_test"), seed):
         try:
             exec(compile(exercise.setup, f"<setup {exercise.notebook}>", "exec"), namespace)
             try:
@@ -165,6 +167,18 @@ def _kernel_warning_filters() -> None:
     for category in (PendingDeprecationWarning, ImportWarning, ResourceWarning, DeprecationWarning):
         warnings.filterwarnings("ignore", category=category)
     warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
+@contextmanager
+def _variant(name: str, seed: int | None):
+    """Check exercise `name` against the variant of `seed` (the setup cell binds the same checker), then go back
+    to the notebook's own numbers."""
+    checker = exercise_named(name)
+    checker._variant = None if seed is None else checker.space.variant(seed)
+    try:
+        yield
+    finally:
+        checker._variant = None
 
 
 @contextmanager

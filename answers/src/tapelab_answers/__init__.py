@@ -24,6 +24,9 @@ class Answer:
     solution: str  # the answer cell of the solution notebook, without the solution markers
     why: str  # one sentence: why the solution works
     last_hint: str  # the hint tier that nearly gives the answer away
+    # for an exercise in variants: the solution with `$name` fields (tapelab.checker.variants), which its
+    # notebook values fill to `solution`; "" for an exercise that does not vary
+    template: str = ""
 
 
 def answer(number: str) -> Answer:

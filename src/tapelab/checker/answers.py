@@ -44,6 +44,7 @@ class Answer(Protocol):
     solution: str
     why: str
     last_hint: str
+    template: str
 
 
 @dataclass(frozen=True)

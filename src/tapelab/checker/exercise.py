@@ -24,6 +24,7 @@ from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
 from tapelab.quiet import Quiet
 from tapelab.checker.lint_facts import StaticFacts
+from tapelab.checker.variants import Space, Variant, fresh_seed
 
 __all__ = ["Exercise", "Call"]
 
@@ -64,6 +65,13 @@ class Exercise:
     # Generic fixes this task rules out, by key of tapelab.checker.premises.REMEDIES, each with the fix it asks for
     # instead ("" to say nothing): a persistent tape is no fix where the task asks for nested tapes.
     remedies: dict[str, str] = {}
+    # What may vary and how a variant is drawn (tapelab.checker.variants); `statement` is the task, a template
+    # filled from the variant (for the default one, the words of the notebook's task cell). An exercise that
+    # cannot vary what the student computes says why in `fixed_because`.
+    space: Space = Space()
+    statement: str = ""
+    fixed_because: str = ""
+    _variant: Variant | None = None  # the variant under check, set by `new_variant`; None: the notebook's own
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
     _file: str | None = None  # the file its code was compiled from (the answer cell), set by `check`
     _given: dict = {}  # case key -> the expected values a hidden test passed to `check`, set by `check`
@@ -96,7 +104,30 @@ class Exercise:
                 raise
             raise explained from None
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
-        _display(Message("correct", f"Exercise {self.number}: {praise}", lint=static.findings))
+        _display(Message("correct", f"Exercise {self.number}{self.variant.label()}: {praise}", lint=static.findings))
+
+    @property
+    def variant(self) -> Variant:
+        """The variant `check`, the hints and the solution speak about."""
+        return self._variant or self.space.variant(None)
+
+    def task(self) -> None:
+        """Show the task with the current variant's numbers."""
+        _display(Message("task", f"Exercise {self.number}{self.variant.label()}: {self.variant.fill(self.statement)}"))
+
+    def new_variant(self, seed: int | None = None) -> None:
+        """Practise on other numbers: draw a fresh variant (or the one of `seed`, to share with a tutor) and show
+        its task; `check`, the hints and the solution then speak about it. `text_variant()` goes back."""
+        if not self.space.varies:
+            _display(Message("task", f"Exercise {self.number} has no variants: {self.fixed_because}"))
+            return
+        self._variant = self.space.variant(fresh_seed() if seed is None else int(seed))
+        self.task()
+
+    def text_variant(self) -> None:
+        """Go back to the numbers of the notebook's text."""
+        self._variant = None
+        self.task()
 
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
         """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
@@ -145,8 +176,9 @@ class Exercise:
         return {}
 
     def case_key(self, case: Any) -> str:
-        """The key of `case` in stored expectations: its repr, the same for a case written in a notebook."""
-        return repr(case)
+        """The key of `case` in stored expectations: its repr, the same for a case written in a notebook; with the
+        variant's seed before it for a variant other than the notebook's."""
+        return repr(case) if self.variant.default else repr((self.variant.seed, case))
 
     def expect(self, case: Any) -> Expectations:
         """The expected values of `case`: the hidden test's, the package's, or computed (tapelab.checker.expected)."""
@@ -159,11 +191,11 @@ class Exercise:
         tiers = len(self.hints) + 1
         tier = min(max(int(tier), 1), tiers)
         if tier < tiers:
-            text = f"{self.hints[tier - 1]} (ask `hint({tier + 1})` for more)"
+            text = f"{self.variant.fill(self.hints[tier - 1])} (ask `hint({tier + 1})` for more)"
         else:
             found = answers.lookup(self.number)
             text = (f"The last hint of Exercise {self.number} {found.reason}."
-                    if isinstance(found, answers.Withheld) else found.last_hint)
+                    if isinstance(found, answers.Withheld) else self.variant.fill(found.last_hint))
         _display(Message("hint", f"{tier}/{tiers}: {text}"))
 
     def solution(self) -> None:
@@ -172,7 +204,8 @@ class Exercise:
         if isinstance(found, answers.Withheld):
             _display(Message("solution", f"The solution of Exercise {self.number} {found.reason}."))
         else:
-            _display(Message("solution", found.why, code=found.solution.strip()))
+            code = found.solution if self.variant.default else self.variant.fill(found.template)
+            _display(Message("solution", self.variant.fill(found.why), code=code.strip()))
 
     def call(self, fn: Callable, *args: Any, shown: str) -> Call:
         """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""

@@ -77,6 +77,7 @@ class NotAttempted(Feedback):
 # kind -> (background, accent, label)
 _STYLES = {
     "correct": ("#e6f4ea", "#1e7e34", "Correct"),
+    "task": ("#f3e5f5", "#6a1b9a", "Task"),
     "hint": ("#fff8e1", "#8a6d00", "Hint"),
     "solution": ("#e8f0fe", "#1a4fa0", "Solution"),
     "incorrect": ("#fdecea", "#b3261e", "Incorrect"),

@@ -13,6 +13,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import Explanation, explain_none, none_feedback
 from tapelab.checker.oracle import numeric_gradient
+from tapelab.checker.variants import Space, term
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
 
@@ -24,29 +25,34 @@ def _require_tape(exercise: Exercise, facts) -> None:
             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
 
 
-def _cubic(x):
-    return 3 * x**3 - 2 * x**2 + x
-
-
 class CubicSlope(Exercise):
     number = "1.1"
     answer = "cubic_slope"
+    # The polynomial's coefficients: its value and slope never meet at the test points for positive ones.
+    space = Space(default={"a": 3, "b": 2},
+                  draws={"a": lambda rng: int(rng.integers(2, 10)), "b": lambda rng: int(rng.integers(1, 10))},
+                  wording={"a3": lambda v: str(3 * v["a"]), "b2": lambda v: str(2 * v["b"])})
+    statement = ("Write `cubic_slope(x)` that takes a Python float `x` and returns dy/dx of y = ${a}x³ − ${b}x² + x "
+                 "at that point, computed with a tape (not by hand). Then run the test cell below it.")
     visible_cases = (2.0,)
     praise = "the tape recorded the polynomial and gave its slope."
     hints = (
         "Make `x` a `tf.Variable` so that the tape watches it without being asked.",
-        "Compute `y = 3 * x**3 - 2 * x**2 + x` inside `with tf.GradientTape() as tape:`.",
+        "Compute `y = $a * x**3 - $b * x**2 + x` inside `with tf.GradientTape() as tape:`.",
     )
+
+    def cubic(self, x):
+        return self.variant["a"] * x**3 - self.variant["b"] * x**2 + x
 
     def check_case(self, fn, x, facts):
         got = self.call(fn, x, shown=f"x={x}").value
-        expected = numeric_gradient(_cubic, x)
+        expected = numeric_gradient(self.cubic, x)
         if got is None:
             raise none_feedback(f"`cubic_slope({x})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
         problem = wrong_value(f"cubic_slope({x})", expected, got, [
-            Alternative("the polynomial's value", _cubic(x), "returned-value",
+            Alternative("the polynomial's value", self.cubic(x), "returned-value",
                         "You returned `y` itself, not its gradient: return `tape.gradient(y, x)`.")])
-        self._raise_departed(problem, fn, (x,), lambda v: _cubic(tf.Variable(v)))
+        self._raise_departed(problem, fn, (x,), lambda v: self.cubic(tf.Variable(v)))
         _require_tape(self, facts)
 
 
@@ -59,25 +65,45 @@ def _layer_case(spec):
     return rng.normal(size=(batch, n_in)), rng.normal(size=(n_in, n_out)), rng.normal(size=n_out)
 
 
+def _less(target: float, minus: str = "-") -> str:
+    """` - t` as code (or, with `minus="−"`, as the task) writes it after `y`; nothing for t = 0."""
+    if target == 0:
+        return ""
+    return f" {minus} {target:g}" if target > 0 else f" + {-target:g}"
+
+
 class LossGradients(Exercise):
     number = "1.2"
     remedies = {"persistent": (
         'The task asks for a single call: pass both sources in one list, `tape.gradient(loss, [w, b])`.')}
     answer = "loss_gradients"
+    # The loss's target t: the mean squared distance of the prediction from it (0 in the notebook's text).
+    space = Space(default={"t": 0}, draws={"t": lambda rng: float(rng.choice([-1.5, -1, -0.5, 0.5, 1, 1.5, 2]))},
+                  wording={"err": lambda v: f"(y{_less(v['t'])})" if v["t"] else "y",
+                           "less_t": lambda v: _less(v["t"]),
+                           "err_text": lambda v: f"(y{_less(v['t'], '−')})" if v["t"] else "y"})
+    statement = ("Write `loss_gradients(x, w, b)` that computes `y = x @ w + b` and `loss = mean(${err_text}²)` under a "
+                 "tape and returns the list `[dl_dw, dl_db]`. `x` is a constant tensor; `w` and `b` are "
+                 "`tf.Variable`s. Use a single `tape.gradient` call. The test calls it on the layer above, and on "
+                 "layers of other sizes.")
     visible_cases = ("worked",)
     praise = "one `gradient` call with a list of sources gave a list of gradients, each shaped like its source."
     hints = (
         "`tape.gradient` accepts a list of sources and returns a list of gradients in the same order.",
-        "Inside the tape: `y = x @ w + b` and `loss = tf.reduce_mean(y ** 2)`.",
+        "Inside the tape: `y = x @ w + b` and `loss = tf.reduce_mean($err ** 2)`.",
     )
+
+    def loss(self, y):
+        t = self.variant["t"]
+        return tf.reduce_mean((y - t if t else y) ** 2) if tf.is_tensor(y) else np.mean((y - t) ** 2)
 
     def check_case(self, fn, spec, facts):
         x, w, b = _layer_case(spec)
         args = (tf.constant(x, tf.float32), tf.Variable(w, dtype=tf.float32), tf.Variable(b, dtype=tf.float32))
         shown = f"x of shape {x.shape}, w {w.shape}, b {b.shape}"
         got = self.call(fn, *args, shown=shown).value
-        dl_dw = numeric_gradient(lambda w_: np.mean((x @ w_ + b) ** 2), w)
-        dl_db = numeric_gradient(lambda b_: np.mean((x @ w + b_) ** 2), b)
+        dl_dw = numeric_gradient(lambda w_: self.loss(x @ w_ + b), w)
+        dl_db = numeric_gradient(lambda b_: self.loss(x @ w + b_), b)
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect(mismatch([dl_dw, dl_db], got, "loss_gradients(...)") or
                             "`loss_gradients` should return a list `[dl_dw, dl_db]`.")
@@ -95,7 +121,7 @@ class LossGradients(Exercise):
                 "the prediction's gradient", wrong, "wrong-target",
                 "These are the gradients of the prediction `y = x @ w + b`, not of the `loss`. "
                 "Did you pass `loss` as the target?")])
-            self._raise_departed(problem, fn, args, lambda x_, w_, b_: tf.reduce_mean((x_ @ w_ + b_) ** 2))
+            self._raise_departed(problem, fn, args, lambda x_, w_, b_: self.loss(x_ @ w_ + b_))
         _require_tape(self, facts)
         calls = [c for c in facts.gradient_calls if c.method == "gradient"]
         if len(calls) > 1:
@@ -114,18 +140,29 @@ class SigmoidSlopes(Exercise):
         'The task asks for a single call, `tape.gradient(y, x)`: each output depends on one input, so it '
         'gives every slope.')}
     answer = "sigmoid_slopes"
+    # The sigmoid's steepness k, y = sigmoid(k x) (1 in the notebook's text).
+    space = Space(default={"k": 1}, draws={"k": lambda rng: float(rng.choice([0.5, 1.5, 2, 2.5, 3]))},
+                  wording={"kx": lambda v: term(v["k"], "x"),
+                           "curve": lambda v: "the sigmoid" if v["k"] == 1 else f"y = sigmoid({v['k']:g}x)"})
+    statement = ("Write `sigmoid_slopes(x)` that takes a 1-D float constant tensor `x` and returns the slope of "
+                 "${curve} at each element, with a single tape and a single `gradient` call.")
     visible_cases = ((-1.0, 0.0, 2.0),)
     praise = "a non-scalar target is summed, and each output depends on one input, so you got every slope at once."
     hints = (
         "`x` is a constant: the tape will not follow it unless you ask.",
-        "Call `tape.watch(x)` first thing inside the `with` block, then `y = tf.sigmoid(x)`.",
+        "Call `tape.watch(x)` first thing inside the `with` block, then `y = tf.sigmoid($kx)`.",
     )
+
+    def forward(self, x):
+        k = self.variant["k"]
+        return tf.sigmoid(x) if k == 1 else tf.sigmoid(k * x)
 
     def check_case(self, fn, values, facts):
         x = tf.constant(values, tf.float32)
         got = self.call(fn, x, shown=f"x={fmt(x)}").value
-        s = _sigmoid(np.array(values, np.float64))
-        expected = s * (1 - s)
+        k = self.variant["k"]
+        s = _sigmoid(k * np.array(values, np.float64))
+        expected = k * s * (1 - s)
         if got is None:
             raise none_feedback("`sigmoid_slopes` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
         problem = wrong_value("sigmoid_slopes(x)", expected, got, [
@@ -133,7 +170,7 @@ class SigmoidSlopes(Exercise):
             Alternative("the slopes of the mean", expected / len(values), "mean-target",
                         "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
                         "pass `y` itself.")])
-        self._raise_departed(problem, fn, (x,), tf.sigmoid)
+        self._raise_departed(problem, fn, (x,), self.forward)
         _require_tape(self, facts)
 
 
@@ -187,6 +224,8 @@ _SIGNED = ("Your error has the wrong sign: it is a size, so take `abs` of the di
 class GradientCheck(Exercise):
     number = "1.4"
     answer = "gradient_check"
+    fixed_because = ("`gradient_check` is a procedure for any `f`, `x` and `h` it is given and holds no numbers of "
+                     "its own, so only the test's inputs could change, not what you write.")
     parameter_kinds = {"x": "constant"}
     # Not the default h, so a hard-coded step fails here; the two cases' errors have opposite signs and
     # both slopes are negative, so a missing `abs` fails too; |f'| is far from 1, so an absolute error fails.

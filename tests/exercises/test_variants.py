@@ -1,0 +1,106 @@
+"""Exercises in variants (tapelab.checker.variants), on a sample of seeds: each variant's reference passes
+its own test cell and fails every other variant's; every catalogued mistake, written for the variant, is
+rejected by the student's own check (the first catalogue naming its cause); the default variant's texts
+are the notebook's own words.
+
+The sample is bounded for `make test` (TAPELAB_VARIANT_SEEDS seeds, 2 by default); `make variants` sweeps 20.
+"""
+import os
+import re
+
+import nbformat
+import pytest
+
+from answers import exercise_named, fresh_mistakes, mistakes
+from mutation.inprocess import exercises, grade
+from tapelab.paths import SOLUTIONS, assignment_names
+from tapelab_answers import answer
+
+SEEDS = [1000 + 7919 * i for i in range(int(os.environ.get("TAPELAB_VARIANT_SEEDS", "2")))]
+ALL = {e.test_id.removesuffix("_test"): e for nb in assignment_names() for e in exercises(nb)}
+VARIED = sorted(name for name in ALL if exercise_named(name).space.varies)
+FIXED = sorted(set(ALL) - set(VARIED))
+
+
+def _number(name: str) -> str:
+    return name.removeprefix("ex").replace("_", ".")
+
+
+def _reference(name: str, seed: int | None) -> str:
+    """The exercise's solution for the variant of `seed`, from the answers distribution's template."""
+    return exercise_named(name).space.variant(seed).fill(answer(_number(name)).template)
+
+
+def test_some_exercises_vary():
+    assert VARIED, "no exercise declares a space of variants"
+
+
+@pytest.mark.parametrize("name", FIXED)
+def test_a_fixed_exercise_says_why(name):
+    """An exercise that does not vary says why it cannot, in words a student reads from `new_variant()`."""
+    assert len(exercise_named(name).fixed_because) > 40 or not exercise_named(name).statement
+
+
+@pytest.mark.parametrize("name", VARIED)
+def test_default_variant_reads_as_the_notebook(name):
+    """Filled with the notebook's own values, the template is the answer cell and the statement is the task cell."""
+    checker, exercise = exercise_named(name), ALL[name]
+    default = checker.space.variant(None)
+    assert default.fill(answer(_number(name)).template) == exercise.reference.strip("\n")
+    nb = nbformat.read(SOLUTIONS / f"{exercise.notebook}.ipynb", as_version=4)
+    words = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert " ".join(default.fill(checker.statement).split()) in words
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", VARIED)
+def test_same_seed_same_variant_and_texts_fill(name, seed):
+    checker = exercise_named(name)
+    first, again = checker.space.variant(seed), checker.space.variant(seed)
+    assert first.values == again.values and first != checker.space.variant(None)
+    found = answer(_number(name))
+    for text in (checker.statement, *checker.hints, found.why, found.last_hint, found.template):
+        assert "$" not in first.fill(text)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", VARIED)
+def test_reference_passes_its_variant_and_fails_the_notebooks(name, seed):
+    """A variant changes what the student computes: its answer passes its own check, visible and hidden,
+    and the answer of the notebook's numbers does not."""
+    exercise = ALL[name]
+    own = grade(exercise, _reference(name, seed), f"reference {seed}", seed=seed)
+    assert own.passed, own
+    other = grade(exercise, exercise.reference, "notebook reference", seed=seed)
+    assert other.outcome == "incorrect" and other.part == "visible", other
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", VARIED)
+def test_catalogued_mistakes_fail_on_the_variant(name, seed):
+    """Each mistake of the first catalogue, written for the variant, fails the visible check naming its cause;
+    each of the second is rejected there (never "Correct" for a wrong answer)."""
+    exercise = ALL[name]
+    grade_id = f"{name}_answer"
+    for mistake in mistakes(exercise.notebook, seed).get(grade_id, []):
+        verdict = grade(exercise, mistake.code, mistake.name, seed=seed)
+        assert verdict.outcome == "incorrect" and verdict.part == "visible", (mistake.name, verdict)
+        assert mistake.says in verdict.message, (mistake.name, verdict.message)
+    for mistake in fresh_mistakes(exercise.notebook, seed).get(grade_id, []):
+        verdict = grade(exercise, mistake.code, mistake.name, seed=seed)
+        assert verdict.outcome in ("incorrect", "raw_exception") and verdict.part == "visible", (mistake.name, verdict)
+
+
+def test_new_variant_shows_the_task_with_its_numbers(capsys):
+    """`new_variant(seed)` shows that variant's task; the hints then speak of it; `text_variant()` goes back."""
+    checker = exercise_named(VARIED[0])
+    try:
+        checker.new_variant(SEEDS[0])
+        shown = capsys.readouterr().out
+        variant = checker.space.variant(SEEDS[0])
+        assert f"(variant {SEEDS[0]})" in shown and variant.fill(checker.statement) in " ".join(shown.split())
+        checker.hint(len(checker.hints))
+        assert variant.fill(checker.hints[-1]) in capsys.readouterr().out
+    finally:
+        checker.text_variant()
+    assert re.search(r"Exercise \d\.\d: ", capsys.readouterr().out)
