@@ -147,3 +147,32 @@ def test_an_infinite_gradient_let_through_by_is_nan_names_the_gradient():
     facts = CodeFacts.of(_function(_GUARD.format(test="tf.math.is_nan(loss)"), "is_nan gradient"))
     problem = ex6_5._wrongly_applied("a batch", 3.0, ["Inf", ""], True, facts)
     assert "gradient of `kernel` holds Inf" in str(problem) and problem.cause == "gradients-not-checked"
+
+
+_RUNNING = '''
+def make_running_mean():
+    total = tf.Variable(0.0)
+    count = tf.Variable(0.0)
+
+    @tf.function
+    def update(value):
+        {body}
+        return total / count
+    return update
+'''
+
+
+@pytest.mark.parametrize("body,cause,says", [
+    ("nonlocal total, count\n        total = total + value\n        count = count + 1.0", "replaced-by-tensor",
+     "`total = total + value` and `count = count + 1.0` rebind the variables' names"),
+    ("total.assign_add(value)\n        count.assign_add(1.0)", "trace-time-state", "The Python code that keeps"),
+])
+def test_each_value_returned_is_told_from_the_code_that_keeps_it(body, cause, says):
+    """Means that are each value given come from Python state or from variables whose names are rebound: is the
+    rebinding named only where the code rebinds a variable's name?"""
+    from tapelab.exercises.compiled_state import RunningMean, _rebound_variables
+
+    facts = CodeFacts.of(_function(_RUNNING.format(body=body), body))
+    with pytest.raises(Incorrect) as raised:
+        RunningMean._compare([2.0, 4.0, 9.0], [2.0, 4.0, 9.0], _rebound_variables(facts))
+    assert raised.value.cause == cause and says in str(raised.value)
