@@ -10,7 +10,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 JOBS ?= 2
 
-.PHONY: lab test venv chromium postgres axe release outputs lock bench mutants clean hub hub-grade hub-stop
+.PHONY: lab test venv chromium postgres axe release outputs lock bench mutants variants clean hub hub-grade hub-stop
 
 venv: $(VENV)/.installed
 
@@ -96,6 +96,10 @@ bench: venv
 # (`make test` runs a bounded sample of both).
 mutants: venv
 	$(BIN)/python tools/mutants.py
+
+# Every exercise in variants on 20 seeds (`make test` checks 2): reference, other variants, catalogued mistakes.
+variants: venv
+	TAPELAB_VARIANT_SEEDS=20 $(BIN)/python -m pytest tests/exercises/test_variants.py -q -p no:cacheprovider
 
 lock:
 	$(PYTHON) tools/lock.py

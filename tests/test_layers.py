@@ -25,11 +25,12 @@ ALLOWED = {
     "exercises": {"causes", "checker", "diagnose", "lint", "quiet"},
     "release_answers": {"checker", "paths"},
     "release_expected": {"checker", "paths"},
-    "release": {"checker", "errors", "paths", "release_answers", "release_expected"},
+    "release_variants": {"checker", "paths", "release_expected"},
+    "release": {"checker", "errors", "paths", "release_answers", "release_expected", "release_variants"},
     "tapelab": {"lazy", "checker"},
 }
 # What all of grading may import from outside it, and what each of its stages may import inside it.
-GRADING_BELOW = {"tapelab", "causes", "checker", "errors", "lazy", "outside", "paths", "release"}  # tapelab: its __file__
+GRADING_BELOW = {"tapelab", "causes", "checker", "errors", "lazy", "outside", "paths", "release", "release_variants"}  # tapelab: its __file__
 COMMON = {"course", "gradebook", "records", "statuses", "hidden", "progress"}
 COORDINATOR = {"run", "outcomes", "outputs", "report"}
 STAGES = {

@@ -38,6 +38,7 @@ from tapelab.errors import UsageError
 from tapelab.checker.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
+from tapelab.release_variants import PER_STUDENT, VARIANTS_CONFIG, course_salt, parse_variants, variants_setup_cell
 from tapelab.release_expected import HIDDEN, derive_expected, exercise_tests, inline_hidden, write_expected
 
 __all__ = ["ANSWERS_CONFIG", "EXCHANGE_CONFIG", "LATENESS_CONFIG", "ReleaseError", "answers_lock", "check_owned", "course_config",
@@ -94,17 +95,19 @@ def nbgrader_env() -> dict[str, str]:
 
 def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, db_url: str | None = None,
                    exchange: bool = True, say: Callable[[str], None] = lambda message: None,
-                   answers: str | None = None) -> None:
+                   answers: str | None = None, variants: str | None = None) -> None:
     """Lay out an nbgrader course in `course`: config, source/<name>/<name>.ipynb, gradebook.
 
     `db_url` (any SQLAlchemy URL) is written into the course's config, so that every nbgrader
     command run there uses that gradebook; by default it is gradebook.db in the folder.
-    `answers` (a setting of tapelab.checker.answers) is written there too; by default the config's own holds.
+    `answers` (a setting of tapelab.checker.answers) and `variants` (tapelab.release_variants) are written there
+    too; by default the config's own hold.
     `exchange` releases every assignment into the course's exchange (off for `tapelab release`).
     `say` is told before each notebook (a few seconds each).
     """
-    write_course_config(course, db_url, answers)
+    write_course_config(course, db_url, answers, variants)
     lock = answers_lock(course)  # before any notebook: a bad setting stops the set-up at once
+    salt = variants_salt(course)
     for number, name in enumerate(names, 1):
         source = solutions / f"{name}.ipynb"
         if not source.is_file():
@@ -112,31 +115,38 @@ def prepare_course(course: Path, names: list[str], solutions: Path = SOLUTIONS, 
             raise ReleaseError(f"No solution notebook `{source}`. Known notebooks: {known}.")
         target = course / "source" / name
         target.mkdir(parents=True, exist_ok=True)
-        tag_test_cells(source, target / f"{name}.ipynb", lock)
+        tag_test_cells(source, target / f"{name}.ipynb", lock, salt)
         say(f"generating the student version of {name} ({number} of {len(names)}) with nbgrader")
         _run_nbgrader(["generate_assignment", name, "--force"], course)
     if exchange:
         release_to_exchange(course, names)
 
 
-def write_course_config(course: Path, db_url: str | None = None, answers: str | None = None) -> None:
+def write_course_config(course: Path, db_url: str | None = None, answers: str | None = None,
+                        variants: str | None = None) -> None:
     """Write the course's nbgrader_config.py: grader/nbgrader_config.py, the late policy, then the gradebook
-    URL and the answers setting when they are given (a bad setting raises ReleaseError, writing nothing)."""
+    URL and the answers and variants settings when they are given (a bad setting raises ReleaseError, writing
+    nothing)."""
     if answers is not None:
         _parse_answers(answers)
+    if variants is not None:
+        _parse_variants(variants)
     course.mkdir(parents=True, exist_ok=True)
     config = f"{(GRADER / CONFIG_FILE).read_text()}\n{LATENESS_CONFIG}"
     if db_url:
         config += f"\n# The gradebook of this course (set by `tapelab grade --db`).\nc.CourseDirectory.db_url = {db_url!r}\n"
     if answers is not None:
         config += f"\n{ANSWERS_CONFIG.format(setting=answers)}"
+    if variants is not None:
+        config += f"\n{VARIANTS_CONFIG.format(setting=variants)}"
     (course / CONFIG_FILE).write_text(config)
 
 
-def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None:
+def tag_test_cells(source: Path, target: Path, lock: Lock | None = None, salt: str | None = None) -> None:
     """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`, the
-    course's answers `lock` in its setup cell (tapelab.release_answers.lock_setup_cell), and the stored
-    expected values of its hidden tests in their calls (tapelab.release_expected.inline_hidden).
+    course's answers `lock` and, with per-student variants, the call that gives them (`salt`) in its setup cell
+    (tapelab.release_answers.lock_setup_cell, tapelab.release_variants), and the stored expected values of its
+    hidden tests in their calls (tapelab.release_expected.inline_hidden).
 
     A failing check raises, and JupyterLab's Run All stops at the first cell that raises, so one
     untouched exercise would keep every later cell (widgets included) from running. For a cell with
@@ -151,6 +161,8 @@ def tag_test_cells(source: Path, target: Path, lock: Lock | None = None) -> None
             tags.append(TEST_CELL_TAG)
     try:
         lock_setup_cell(nb, lock)
+        if salt is not None:
+            variants_setup_cell(nb, salt)
         inline_hidden(nb, source.parent / HIDDEN / f"{source.stem}.json")
     except ValueError as error:
         raise ReleaseError(f"{source.name}: {error}") from None
@@ -198,6 +210,25 @@ def answers_lock(course: Path) -> Lock | None:
     """The lock of the course's setting `c.TapelabCourse.answers` (None: self-study, also when it is unset)."""
     setting = course_config(course).TapelabCourse.get("answers", SELF_STUDY)
     return _parse_answers(setting, f"c.TapelabCourse.answers in {course / CONFIG_FILE}")
+
+
+def variants_salt(course: Path) -> str | None:
+    """The salt of the course's per-student variants (tapelab.release_variants), or None when every student gets
+    the notebook's numbers (the setting `c.TapelabCourse.variants`, "notebook" when unset)."""
+    where = f"c.TapelabCourse.variants in {course / CONFIG_FILE}"
+    if _parse_variants(course_config(course).TapelabCourse.get("variants", "notebook"), where) != PER_STUDENT:
+        return None
+    try:
+        return course_salt(course)
+    except (OSError, ValueError) as error:
+        raise ReleaseError(f"{course}: the course's variants secret: {error}") from None
+
+
+def _parse_variants(setting: object, where: str = "") -> str:
+    try:
+        return parse_variants(setting)
+    except ValueError as error:
+        raise ReleaseError(f"{where}: {error}" if where else str(error)) from None
 
 
 def _parse_answers(setting: object, where: str = "") -> Lock | None:

@@ -224,7 +224,7 @@ def test_a_passing_answer_with_a_pitfall_gets_a_note_and_keeps_its_grade(monkeyp
     does its Correct box say "Correct, but:" with the rule and the fix, say the grade is unchanged, and carry
     the finding in its JSON?"""
     shown = []
-    monkeypatch.setattr(tapelab.checker.exercise, "_display", shown.append)
+    monkeypatch.setattr(tapelab.checker.exercise, "show", shown.append)
     verdict = grade(EXERCISES["ex5_3_answer"], _TAPES_KEPT, "persistent tapes kept in a list")
     assert verdict.passed, verdict
     box = shown[0]

@@ -102,5 +102,5 @@ def test_new_variant_shows_the_task_with_its_numbers(capsys):
         checker.hint(len(checker.hints))
         assert variant.fill(checker.hints[-1]) in capsys.readouterr().out
     finally:
-        checker.text_variant()
+        checker.own_variant()
     assert re.search(r"Exercise \d\.\d: ", capsys.readouterr().out)

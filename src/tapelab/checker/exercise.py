@@ -19,7 +19,7 @@ from tapelab.checker.departure import departure, function_node, reduced_axis
 from tapelab.checker.evident import evident
 from tapelab.checker.none_errors import none_error
 from tapelab.checker.premises import vetted
-from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler
+from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler, show
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
 from tapelab.quiet import Quiet
@@ -29,15 +29,6 @@ from tapelab.checker.variants import Space, Variant, fresh_seed
 __all__ = ["Exercise", "Call"]
 
 install_ipython_handler()
-
-
-def _display(obj: Any) -> None:
-    try:
-        from IPython.display import display
-    except ImportError:  # pragma: no cover
-        print(repr(obj))
-        return
-    display(obj)
 
 
 @dataclass(frozen=True)
@@ -71,19 +62,31 @@ class Exercise:
     space: Space = Space()
     statement: str = ""
     fixed_because: str = ""
-    _variant: Variant | None = None  # the variant under check, set by `new_variant`; None: the notebook's own
+    _variant: Variant | None = None  # a practice variant, set by `new_variant`
+    _own: Variant | None = None  # the student's own in a course with per-student variants (variants.course_variants)
+    _pinned: Variant | None = None  # the variant a grader's `check(seed=...)` names, while that check runs
     _facts: CodeFacts = CodeFacts()  # the facts of the function under check, set by `check`
     _file: str | None = None  # the file its code was compiled from (the answer cell), set by `check`
     _given: dict = {}  # case key -> the expected values a hidden test passed to `check`, set by `check`
 
-    def check(self, answer: Any = None, *, cases: Iterable | None = None, expected: dict | None = None) -> None:
+    def check(self, answer: Any = None, *, cases: Iterable | None = None, expected: dict | None = None,
+              seed: int | None = None) -> None:
         """Raise Incorrect or NotAttempted on the first failing case, else show a confirmation.
 
         The function's source is linted once (tapelab.checker.lint_facts): a failure with no cause of its own may take
         a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
         `expected` (case key -> name -> stored value) is what a course's hidden test passes for its cases
-        (tapelab.checker.expected): written there by the course's set-up, never by hand.
+        (tapelab.checker.expected): written there by the course's set-up, never by hand. `seed` is the variant a
+        grader checks (tapelab.grading.prepare.variants), whatever variant the kernel was practising on.
         """
+        __tracebackhide__ = True
+        self._pinned = None if seed is None else self.space.variant(seed)
+        try:
+            self._check(answer, cases, expected)
+        finally:
+            self._pinned = None
+
+    def _check(self, answer: Any, cases: Iterable | None, expected: dict | None) -> None:
         __tracebackhide__ = True
         static, fn = StaticFacts(), None
         self._given = dict(expected or {})
@@ -104,28 +107,29 @@ class Exercise:
                 raise
             raise explained from None
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
-        _display(Message("correct", f"Exercise {self.number}{self.variant.label()}: {praise}", lint=static.findings))
+        show(Message("correct", f"Exercise {self.number}{self.variant.label()}: {praise}", lint=static.findings))
 
     @property
     def variant(self) -> Variant:
-        """The variant `check`, the hints and the solution speak about."""
-        return self._variant or self.space.variant(None)
+        """The variant `check`, the hints and the solution speak about: a grader's, a practice one, the student's
+        own in a course with per-student variants, else the notebook's."""
+        return self._pinned or self._variant or self._own or self.space.variant(None)
 
     def task(self) -> None:
         """Show the task with the current variant's numbers."""
-        _display(Message("task", f"Exercise {self.number}{self.variant.label()}: {self.variant.fill(self.statement)}"))
+        show(Message("task", f"Exercise {self.number}{self.variant.label()}: {self.variant.fill(self.statement)}"))
 
     def new_variant(self, seed: int | None = None) -> None:
         """Practise on other numbers: draw a fresh variant (or the one of `seed`, to share with a tutor) and show
-        its task; `check`, the hints and the solution then speak about it. `text_variant()` goes back."""
+        its task; `check`, the hints and the solution then speak about it. `own_variant()` goes back."""
         if not self.space.varies:
-            _display(Message("task", f"Exercise {self.number} has no variants: {self.fixed_because}"))
+            show(Message("task", f"Exercise {self.number} has no variants: {self.fixed_because}"))
             return
         self._variant = self.space.variant(fresh_seed() if seed is None else int(seed))
         self.task()
 
-    def text_variant(self) -> None:
-        """Go back to the numbers of the notebook's text."""
+    def own_variant(self) -> None:
+        """Go back to your own numbers: the notebook's text, or in a course with per-student variants, yours."""
         self._variant = None
         self.task()
 
@@ -196,16 +200,16 @@ class Exercise:
             found = answers.lookup(self.number)
             text = (f"The last hint of Exercise {self.number} {found.reason}."
                     if isinstance(found, answers.Withheld) else self.variant.fill(found.last_hint))
-        _display(Message("hint", f"{tier}/{tiers}: {text}"))
+        show(Message("hint", f"{tier}/{tiers}: {text}"))
 
     def solution(self) -> None:
         """Reveal one solution and the reason it works, or say why it is withheld (tapelab.checker.answers)."""
         found = answers.lookup(self.number)
         if isinstance(found, answers.Withheld):
-            _display(Message("solution", f"The solution of Exercise {self.number} {found.reason}."))
+            show(Message("solution", f"The solution of Exercise {self.number} {found.reason}."))
         else:
             code = found.solution if self.variant.default else self.variant.fill(found.template)
-            _display(Message("solution", self.variant.fill(found.why), code=code.strip()))
+            show(Message("solution", self.variant.fill(found.why), code=code.strip()))
 
     def call(self, fn: Callable, *args: Any, shown: str) -> Call:
         """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""

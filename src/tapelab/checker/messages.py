@@ -20,7 +20,7 @@ from typing import Any
 
 from tapelab.causes import cause as lookup_cause
 
-__all__ = ["Feedback", "Incorrect", "NotAttempted", "Message", "MIME", "install_ipython_handler"]
+__all__ = ["Feedback", "Incorrect", "NotAttempted", "Message", "MIME", "install_ipython_handler", "show"]
 
 MIME = "application/vnd.tapelab.feedback+json"
 
@@ -186,6 +186,16 @@ def _show_feedback(shell, etype, value, tb, tb_offset=None):
     stb = [value.status_line()]
     shell._showtraceback(etype, value, stb)
     return stb
+
+
+def show(obj: Any) -> None:
+    """Display `obj` in the notebook (IPython's rich display), or print it where there is none."""
+    try:
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        print(repr(obj))
+        return
+    display(obj)
 
 
 def install_ipython_handler() -> None:

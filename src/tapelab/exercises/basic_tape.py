@@ -28,9 +28,12 @@ def _require_tape(exercise: Exercise, facts) -> None:
 class CubicSlope(Exercise):
     number = "1.1"
     answer = "cubic_slope"
-    # The polynomial's coefficients: its value and slope never meet at the test points for positive ones.
+    # The polynomial's coefficients: its value and slope never meet at the test points for positive ones. A draw
+    # whose slope at the visible x = 2 (12a − 4b + 1) is the text's (29) is refused: the text's answer would pass
+    # the student's own check there and fail only the hidden cases.
     space = Space(default={"a": 3, "b": 2},
                   draws={"a": lambda rng: int(rng.integers(2, 10)), "b": lambda rng: int(rng.integers(1, 10))},
+                  allowed=lambda v: 12 * v["a"] - 4 * v["b"] + 1 != 29,
                   wording={"a3": lambda v: str(3 * v["a"]), "b2": lambda v: str(2 * v["b"])})
     statement = ("Write `cubic_slope(x)` that takes a Python float `x` and returns dy/dx of y = ${a}x³ − ${b}x² + x "
                  "at that point, computed with a tape (not by hand). Then run the test cell below it.")
