@@ -123,6 +123,8 @@ _CATALOGUE = (
           "Update it in place with `assign_sub`."),
     Cause("uphill-step", "a step up the gradient instead of down",
           "Subtract the step: `assign_sub(lr * grad)`."),
+    Cause("assign-replaces", "`assign` of the step, which replaces the value where the step must be subtracted from it",
+          "Subtract the step: `assign_sub(lr * grad)`."),
     Cause("stale-value", "a value computed before the step returned where the one after it is asked for",
           "Recompute the value after updating the variable."),
     Cause("no-rounding", "the rounding dropped from the forward pass",

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from tapelab.causes import cause
 from tapelab.diagnose import CAUSES, Entry, blocking_call, diagnose
-from tapelab.exercises.debugging_none import _SNIPPETS
+from tapelab.exercises.cause_naming import _SNIPPETS
 
 
 def test_each_diagnosed_cause_is_the_catalogues_code_and_title():

@@ -14,7 +14,7 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-__all__ = ["CodeFacts", "Tape", "GradientCall", "Assignment"]
+__all__ = ["CodeFacts", "Tape", "GradientCall", "Assignment", "Loop"]
 
 _GRADIENT_METHODS = {"gradient", "jacobian", "batch_jacobian"}
 _NUMPY_MODULES = {"np", "numpy"}
@@ -75,6 +75,19 @@ class Assignment:
     value: str
     made_by: str = ""  # "numpy" (a NumPy call, `.numpy()`, float()), "constant", "variable", "gradient" or ""
     call: str = ""  # the producing call's text when made_by is set
+
+
+@dataclass(frozen=True)
+class Loop:
+    """`for target in iterable:` spanning lines start..end."""
+
+    target: str
+    iterable: str
+    start: int
+    end: int
+
+    def contains(self, line: int) -> bool:
+        return self.start < line <= self.end
 
 
 def _call_name(func: ast.AST) -> tuple[str, str]:
@@ -140,6 +153,9 @@ class CodeFacts:
     returns: list[ast.AST] = field(default_factory=list)
     deleted: dict[str, int] = field(default_factory=dict)  # name -> line of its `del`
     positional: Counter = field(default_factory=Counter)  # calls of each name made with positional arguments
+    keywords: Counter = field(default_factory=Counter)  # keyword arguments as written, e.g. "training=True"
+    loops: list[Loop] = field(default_factory=list)
+    list_added: list[tuple[str, int]] = field(default_factory=list)  # (`x.losses`-like list added with `+`, line)
 
     @classmethod
     def of(cls, fn) -> "CodeFacts":
@@ -170,6 +186,15 @@ class CodeFacts:
             self.deleted.update({t.id: node.lineno for t in node.targets if isinstance(t, ast.Name)})
         if isinstance(node, ast.Return) and node.value is not None:
             self.returns.append(node.value)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self.loops.append(Loop(ast.unparse(node.target), ast.unparse(node.iter), node.lineno,
+                                   node.end_lineno or node.lineno))
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):  # a loop on its own lines
+            self.loops += [Loop(ast.unparse(g.target), ast.unparse(g.iter), node.lineno - 1,
+                                node.end_lineno or node.lineno) for g in node.generators]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            self.list_added += [(ast.unparse(side), node.lineno) for side in (node.left, node.right)
+                                if isinstance(side, ast.Attribute) and side.attr == "losses"]
         for child in ast.iter_child_nodes(node):
             self._visit(child, open_tapes)
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and getattr(node, "value", None):
@@ -193,6 +218,7 @@ class CodeFacts:
         self.calls[attr] += 1
         if node.args:
             self.positional[attr] += 1
+        self.keywords.update(f"{k.arg}={ast.unparse(k.value)}" for k in node.keywords if k.arg)
         if attr == "watch" and base and node.args:
             self._add_watch(base, ast.unparse(node.args[0]), node.lineno)
         if attr == "append" and base and node.args:
@@ -264,6 +290,31 @@ class CodeFacts:
             for a in self.assignments_of(name):
                 todo |= a.reads - seen
         return seen - _MODULES
+
+    def loop_over(self, pattern: str) -> Loop | None:
+        """The first `for` loop whose iterable, as written, contains `pattern` (e.g. "range(epochs)")."""
+        return next((loop for loop in self.loops if pattern in loop.iterable.replace(" ", "")), None)
+
+    def numpy_copies_changed(self) -> list[Assignment]:
+        """Assignments `name = v.numpy()` whose `name` is then changed in place (`name -= ...`) and never given back
+        to a variable by `assign`: the change stays in the NumPy copy."""
+        copies = [a for a in self.assignments if a.made_by == "numpy" and ".numpy()" in a.value and len(a.names) == 1]
+        changed = [a for a in copies if any(b.line > a.line and b.names == a.names and a.names[0] in b.reads
+                                            and b is not a for b in self.assignments)]
+        return [a for a in changed if not any(self.calls_to(m) for m in ("assign", "assign_sub", "assign_add"))]
+
+    def iterators_made_once(self) -> list[tuple[Assignment, Loop]]:
+        """`it = iter(...)` made outside a loop whose body loops over `it` again: the iterator is used up by the
+        first pass, so later passes get nothing."""
+        found = []
+        for a in self.assignments:
+            if len(a.names) != 1 or not a.value.startswith("iter("):
+                continue
+            outer = next((o for o in self.loops if o.start > a.line and any(
+                i.iterable == a.names[0] and o.contains(i.start) for i in self.loops)), None)
+            if outer is not None:
+                found.append((a, outer))
+        return found
 
     def returned_call(self, item: int | None = None) -> GradientCall | None:
         """The gradient call behind the returned value (or its `item`-th element), narrowed to one source.

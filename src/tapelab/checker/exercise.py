@@ -16,6 +16,9 @@ from tapelab.checker import answers
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
+from tapelab.checker.evident import evident
+from tapelab.checker.none_errors import none_error
+from tapelab.checker.premises import vetted
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler, show
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
@@ -50,6 +53,9 @@ class Exercise:
     # Parameters the reference answer does not read, so that never reading them is no departure
     # (tapelab.checker.departure; tests/checker/test_departure.py checks every reference against it).
     unread_parameters: frozenset[str] = frozenset()
+    # Generic fixes this task rules out, by key of tapelab.checker.premises.REMEDIES, each with the fix it asks for
+    # instead ("" to say nothing): a persistent tape is no fix where the task asks for nested tapes.
+    remedies: dict[str, str] = {}
     # What may vary and how a variant is drawn (tapelab.checker.variants); `statement` is the task, a template
     # filled from the variant (for the default one, the words of the notebook's task cell). An exercise that
     # cannot vary what the student computes says why in `fixed_because`.
@@ -95,7 +101,7 @@ class Exercise:
             for case in chosen:
                 self.check_case(fn, case, facts)
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
-            explained = self._departed(static.explain(failure, self._facts), fn)
+            explained = self._departed(vetted(static.explain(failure, self._facts), self._facts, self.remedies), fn)
             explained.exercise = failure.exercise or self.number
             if explained is failure:
                 raise
@@ -130,11 +136,15 @@ class Exercise:
     def _departed(self, failure: Feedback, fn: Any) -> Feedback:
         """`failure`, or when it is an Incorrect with no cause and the code shows a departure from the task
         (tapelab.checker.departure: for an error, only the departures that explain one), an Incorrect that adds
-        it and names its cause; a constant factor behind a reduction over some axes becomes `wrong-axis`."""
+        it and names its cause; a constant factor behind a reduction over some axes becomes `wrong-axis`. A cause the
+        code shows by itself (tapelab.checker.evident) comes first."""
         if isinstance(failure, Incorrect) and failure.cause == "constant-factor":
             return _adding(failure, reduced_axis(fn))  # the factor, from the values; the reduction that makes it
         if not isinstance(failure, Incorrect) or failure.cause is not None:
             return failure
+        shown = evident(self._facts)
+        if shown is not None:
+            return _adding(failure, shown)
         return _adding(failure, departure(fn, self._facts, self.unread_parameters, raised=bool(failure.observed)))
 
     def departs_from(self, fn: Callable, args: tuple, formula: Callable) -> Explanation | None:
@@ -236,7 +246,8 @@ class Exercise:
         line = line_of(error, self._file)
         at = f" at {line.where()}" if line else ""
         observed = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
-        return observed, error_cause(error, self._facts, self.parameter_kinds) or translate(error, line)
+        return observed, (none_error(error, self._facts, self.parameter_kinds, line.text if line else "")
+                          or error_cause(error, self._facts, self.parameter_kinds) or translate(error, line))
 
     def _lookup(self) -> Any:
         namespace = _user_namespace()
@@ -252,7 +263,8 @@ def _adding(failure: Incorrect, why: Explanation | None) -> Incorrect:
     """`failure` with `why` said after it and its cause named, or `failure` itself when `why` is None."""
     if why is None:
         return failure
-    return Incorrect(f"{failure} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
+    said = str(failure).replace(" No known mistake gives exactly these values.", "")  # now one does
+    return Incorrect(f"{said} {why.text}", cause=why.cause, expected=failure.expected, actual=failure.actual)
 
 
 def _source_lines(fn: Any) -> tuple[list[str] | None, int]:

@@ -11,6 +11,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tapelab.checker.sources import beside, copied_variable, made_before
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.known_errors import KNOWN_ERRORS
 from tapelab.checker.messages import Incorrect
@@ -155,6 +156,10 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
             return Explanation(f"`{name}.watch({root})` comes after a line that already used `{root}`, and the tape "
                                f"only records operations on a tensor from the moment it is watched. Did you call "
                                f"`{name}.watch({root})` before computing anything from it?", "watched-too-late")
+        via = f" `{source}` is computed from `{root}`," if root != source else ""
+        copied = copied_variable(facts, root, call.line, tape, values)
+        if copied:
+            return Explanation(f"{via} {copied[0]}".lstrip(), copied[1])
         root_kind = _kind(root, facts, tape, call.line, values)
         what = ("a variable, but the tape was opened with `watch_accessed_variables=False`" if root_kind == "variable"
                 else "a constant, and a tape only watches trainable variables by itself")
@@ -162,7 +167,6 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
         watchers = [t.name for t in facts.tape_blocks if t.name != name and t.watch_line(root) is not None]
         also = (f" (`{name}` watches only `{'`, `'.join(others)}`)" if others else
                 f" (only `{watchers[0]}` watches it, not `{name}`)" if watchers else "")
-        via = f" `{source}` is computed from `{root}`," if root != source else ""
         return Explanation(f"{via} `{root}` is {what}{also}. Did you call `{name}.watch({root})` inside the "
                            "`with` block?".lstrip(), "not-watched")
     blocked = next((a for a in facts.assignments if a.made_by == "numpy" and tape.contains(a.line)
@@ -178,7 +182,8 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
         step = early.names[0]
         return Explanation(f"`{step}` is computed from `{source}` outside `{name}`'s `with` block, so the tape never "
                            f"recorded that step. Did you compute `{step}` inside the block?", "outside-tape")
-    return _not_connected(facts, call, target_up)
+    found = beside(facts, call, target_up) or made_before(facts, call, tape)  # tapelab.checker.sources
+    return _not_connected(facts, call, target_up) or (Explanation(*found) if found else None)
 
 
 def _not_connected(facts: CodeFacts, call: GradientCall, target_up: set[str]) -> Explanation | None:
@@ -271,7 +276,8 @@ def _second_use(facts: CodeFacts) -> Explanation:
         return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
                            f"`{twice[0].tape}.gradient` twice? Ask for both in one call: "
                            f"`{twice[0].tape}.gradient({twice[0].target}, [{sources}])`.", "tape-used-twice")
-    name = twice[0].tape if twice else "tape"
+    looped = [c for c in calls if any(loop.contains(c.line) for loop in facts.loops)]  # one call, made again
+    name = twice[0].tape if twice else looped[0].tape if looped else "tape"
     return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
                        f"`{name}.gradient` twice? To ask one tape several times, open it with "
                        f"`tf.GradientTape(persistent=True)` and `del {name}` after the last call.", "tape-used-twice")

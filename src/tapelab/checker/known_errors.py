@@ -38,6 +38,25 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
     ("CompileMetrics.update_state() missing", "metric-fed-loss",
      "`self.metrics` also holds the compiled metrics, which compare `y` with `y_pred`. Did you update every "
      "metric with the loss? Update the loss tracker with the loss and the others with `update_state(y, y_pred)`."),
+    ("Inputs must be an iterable of at least one Tensor", None,
+     "`tf.add_n` needs at least one tensor, and it got an empty list: a model without regularizers has no layer "
+     "losses, so `model.losses` is `[]`."),
+    ("object has no attribute 'get_scaled_loss'", None,
+     "`get_scaled_loss` (with `get_unscaled_gradients`) is the TensorFlow 2 loss-scaling API; a Keras 3 optimizer "
+     "has `scale_loss(loss)` instead, and its `apply` unscales the gradients itself."),
+    ("must have rank at least 2", None,
+     "`batch_jacobian` treats the first axis as a batch of independent examples, so its target and source need "
+     "rank 2 or more; for the Jacobian of one 1-D point use `jacobian`."),
+    ("had NaN values", None,
+     "`tf.debugging.check_numerics` raises on a NaN or infinite value: it stops the run with an error instead of "
+     "skipping the step. To skip, test with `tf.math.is_finite` and choose with `tf.cond`."),
+    ("had Inf values", None,
+     "`tf.debugging.check_numerics` raises on a NaN or infinite value: it stops the run with an error instead of "
+     "skipping the step. To skip, test with `tf.math.is_finite` and choose with `tf.cond`."),
+    ("Mean.update_state() got multiple values for argument 'sample_weight'", None,
+     "A `keras.metrics.Mean` (the loss tracker in `self.metrics`) takes the values to average and their weights, "
+     "`update_state(loss, sample_weight=...)`, not `(y, y_pred)`: feed the loss tracker the loss and the other "
+     "metrics `(y, y_pred)`."),
     ("only supports singleton tf.Variables", "variable-per-call",
      "A compiled function that creates a `tf.Variable` fails on its first call: TensorFlow traces it once more "
      "to check that a second trace creates no variable. Did you create the variable inside the `tf.function`? "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,12 +36,16 @@ __all__ = ["Alternative", "matching_alternative", "because", "wrong_value", "arr
 @dataclass(frozen=True)
 class Alternative:
     """A known wrong answer: what it is (`name`), the value it gives (or a function computing it, called
-    only if needed), the catalogued `cause` code, and what to tell the student when it matches (`says`)."""
+    only if needed), the catalogued `cause` code, and what to tell the student when it matches (`says`).
+    `confirm`, when given, is a second probe: it runs the student's answer on an input where this explanation and
+    the others that could match differ (or reads the code fact that produces it), and says whether this one still
+    holds; a match it does not confirm is a coincidence of the first input, and is dropped."""
 
     name: str
     value: Any
     cause: str
     says: str
+    confirm: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
         _catalogued(self.cause)  # an unknown code is the checker's bug: fail when the checker is written
@@ -65,6 +69,10 @@ def matching_alternative(expected: Any, actual: Any, alternatives: Iterable[Alte
         if value is not None and agrees(value, actual, rtol, atol) and not agrees(expected, value, rtol, atol):
             matches.append(alternative)
     matches = [m for m in matches if m.cause != "constant-factor"] or matches  # a named cause is more specific
+    if len({m.cause for m in matches}) > 1 or any(m.confirm for m in matches):
+        matches = [m for m in matches if m.confirm is None or m.confirm()]  # coincidences of this input go
+        if not matches:
+            return None
     if len({m.cause for m in matches}) == 1:
         return matches[0]
     if matches:

@@ -77,6 +77,8 @@ def _less(target: float, minus: str = "-") -> str:
 
 class LossGradients(Exercise):
     number = "1.2"
+    remedies = {"persistent": (
+        'The task asks for a single call: pass both sources in one list, `tape.gradient(loss, [w, b])`.')}
     answer = "loss_gradients"
     # The loss's target t: the mean squared distance of the prediction from it (0 in the notebook's text).
     space = Space(default={"t": 0}, draws={"t": lambda rng: float(rng.choice([-1.5, -1, -0.5, 0.5, 1, 1.5, 2]))},
@@ -137,6 +139,9 @@ def _sigmoid(x):
 
 class SigmoidSlopes(Exercise):
     number = "1.3"
+    remedies = {"persistent": (
+        'The task asks for a single call, `tape.gradient(y, x)`: each output depends on one input, so it '
+        'gives every slope.')}
     answer = "sigmoid_slopes"
     # The sigmoid's steepness k, y = sigmoid(k x) (1 in the notebook's text).
     space = Space(default={"k": 1}, draws={"k": lambda rng: float(rng.choice([0.5, 1.5, 2, 2.5, 3]))},

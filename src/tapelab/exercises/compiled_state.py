@@ -2,11 +2,14 @@
 
 The lesson is what a `tf.function` keeps between calls: its Python body runs only while it is traced, so
 state that must change on every call lives in variables, created once, and each function made by the
-factory needs its own. The checker tells these apart by what the functions return, never by the source:
-two fresh functions given the same first value must agree (else they share state), and the means of
-interleaved calls are compared with the values each known mistake gives.
+factory needs its own. The checker tells these apart by what the functions return: two fresh functions
+given the same first value must agree (else they share state), and the means of interleaved calls are
+compared with the values each known mistake gives. Where two mistakes give the same means (Python state
+and variables whose names are rebound to tensors), the source tells which one the code makes.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -111,10 +114,11 @@ class RunningMean(Exercise):
         for i, value in _interleaved(spec):
             got[i].append(self._mean(updates[i], value))
         for values, means in zip(spec, got):
-            self._compare(list(values), means)
+            self._compare(list(values), means, _rebound_variables(facts))
 
-    def _compare(self, values: list, means: list) -> None:
-        """One function's means against the running means, and against what each known mistake returns."""
+    def _compare(self, values: list, means: list, rebound: list) -> None:
+        """One function's means against the running means, and against what each known mistake returns;
+        `rebound` holds the assignments that rebind a variable's name to a tensor computed from it."""
         power, root, _, of_value = _STATISTICS[self.variant["statistic"]]
         added = np.asarray(values, np.float64) ** power if power != 1 else values  # what the total adds up
 
@@ -122,12 +126,21 @@ class RunningMean(Exercise):
             return [float(m) for m in (np.sqrt(kept) if root else kept)]
 
         counts = np.arange(1, len(values) + 1)
+        shown = " and ".join(f"`{a.names[0]} = {a.value}`" if re.search(rf"\b{a.names[0]}\b", a.value)
+                             else f"the augmented assignment to `{a.names[0]}`" for a in rebound)
+        did = ("rebinds a variable's name to a new tensor, and the variable itself never changes" if len(rebound) == 1
+               else "rebind the variables' names to new tensors, and the variables themselves never change")
         alternatives = (
             Alternative("each value", returned(added), "trace-time-state",
                         f"Each call returned {of_value}. The Python code that keeps your values (a "
                         "list, a number) ran once, while `tf.function` traced the function; every later call "
                         "ran the graph alone. Keep the total and the count in `tf.Variable`s and `assign_add` "
-                        "to them."),
+                        "to them.", lambda: not rebound),
+            *([Alternative("each value, variables rebound", returned(added), "replaced-by-tensor",
+                           f"Each call returned {of_value}: {shown} {did}, so every call starts "
+                           "again from the first values. Change a variable in place with `assign_add`, e.g. "
+                           f"`{rebound[0].names[0]}.assign_add(...)`.")]
+              if rebound else []),
             Alternative("running total", returned(np.cumsum(added)), "trace-time-state",
                         "These are running totals: the count you divide by stayed at 1. Is it a Python number? "
                         "`count += 1` runs only while tracing; keep the count in a `tf.Variable` too."),
@@ -143,6 +156,14 @@ class RunningMean(Exercise):
                               f"count it, and return {self.variant['ret']}?", _RTOL, _ATOL)
         if problem:
             raise problem
+
+
+def _rebound_variables(facts) -> list:
+    """The assignments that rebind the name of a variable the code creates to a value computed from it
+    (`total = total + value`, `count += 1`)."""
+    made = {n for a in facts.assignments if a.made_by == "variable" for n in a.names}
+    return [a for a in facts.assignments if a.made_by != "variable" and len(a.names) == 1
+            and a.names[0] in made and a.names[0] in a.reads]
 
 
 ex2_5 = RunningMean()

@@ -8,95 +8,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.checker.compare import to_numpy
 from tapelab.checker.departure import function_node
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import explain_none
+from tapelab.exercises.cause_naming import NameTheCause
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5"]
-
-# snippet -> (right cause code, what the snippet shows, {wrong code: the symptom that points elsewhere})
-_SNIPPETS: dict[str, tuple[str, str, dict[str, str]]] = {
-    "A": ("not-watched", "`x` is a `tf.constant`, and the gradient asked for is with respect to `x`.", {
-        "not-trainable": "Nothing here has `trainable=False`: `x` is not a variable at all, it is a constant.",
-        "not-connected": "`y = w * x` does use `x`, so the loss is connected to it.",
-    }),
-    "B": ("non-differentiable", "the loss is built from `tf.argmax(w)`, an index.", {
-        "not-connected": "The loss is computed from `w` inside the tape, so it is connected: "
-                         "which operation on the path has no gradient?",
-        "int-dtype": "`w` itself is a float variable; the integer appears only as argmax's output. "
-                     "Which operation produced it?",
-        "no-gradient-registered": "An op with no registered gradient raises `LookupError`; here the gradient is "
-                                  "quietly `None`. Which op on the path makes only an index?",
-    }),
-    "C": ("numpy-in-path", "the loss goes through `w.numpy()` and `np.square`.", {
-        "not-watched": "`w` is a trainable `tf.Variable`, so the tape does watch it: what does the path leave?",
-        "not-connected": "The loss is computed from `w`'s value, so it is connected in your head, "
-                         "but through which library?",
-    }),
-    "D": ("state-change", "the value reaches the loss through `counter.assign_add(...)`.", {
-        "not-connected": "`w * 3.0` is computed inside the tape, so `w` is on a path: which call "
-                         "changes a variable in place on that path?",
-        "replaced-by-tensor": "No name is rebound here: `counter` stays a variable. Which call on the path "
-                              "has no gradient?",
-    }),
-    "E": ("not-trainable", "`w` is created with `trainable=False`.", {
-        "not-watched": "`w` is a `tf.Variable`, not a constant: look at how it was created.",
-    }),
-    "F": ("outside-tape", "`pred` is computed before the `with` block opens.", {
-        "not-connected": "`pred` is `w * 3.0`, so the loss depends on `w`, but when was that "
-                         "product recorded?",
-        "not-watched": "`w` is a trainable `tf.Variable`, watched automatically. Where is `pred` computed?",
-        "unrecorded-gradient": "No gradient is differentiated twice here. Where is `pred` computed?",
-    }),
-    # G to I are graded by the hidden tests only: inputs the visible check never saw
-    "G": ("int-dtype", "`w` is created from the integer `3`, so it is an `int32` variable.", {
-        "not-watched": "`w` is a trainable `tf.Variable`, so the tape watches it: what is its dtype?",
-        "not-trainable": "Nothing here has `trainable=False`. Look at the value `w` was created from.",
-    }),
-    "H": ("stop-gradient", "the loss is built from `tf.stop_gradient(w)`.", {
-        "not-connected": "The loss is computed from `w` inside the tape. Which call on the path blocks "
-                         "gradients on purpose?",
-        "non-differentiable": "`tf.stop_gradient` is not an op without a gradient: it blocks the gradient "
-                              "by design, and has its own code.",
-    }),
-    "I": ("replaced-by-tensor", "`w = w + 1.0` rebinds the name `w` to a tensor before the tape opens.", {
-        "not-watched": "True, the tensor `w` is not watched, but why is `w` a tensor? Look at the line "
-                       "that rebinds it.",
-        "outside-tape": "The loss is computed inside the `with` block. What is `w` by then?",
-        "not-connected": "The loss uses `w`, but which `w`: the variable or what replaced it?",
-    }),
-}
-
-
-class NameTheCause(Exercise):
-    number = "5.1"
-    answer = "classify"
-    visible_cases = ("A", "B", "C", "D", "E", "F")  # the hidden tests grade "G", "H", "I"
-    praise = "you read each symptom and named the cause."
-    hints = (
-        "For each snippet, ask the checklist in order: is the source a trainable float variable, "
-        "is the loss computed inside the tape, and is every op on the path differentiable TensorFlow?",
-        "`tf.argmax` returns an index; `.numpy()` leaves TensorFlow; `assign_add` changes state.",
-    )
-
-    def check_case(self, fn, snippet, facts):
-        got = self.call(fn, snippet, shown=repr(snippet)).value
-        right, shows, symptoms = _SNIPPETS[snippet]
-        if got == right:
-            return
-        if isinstance(got, str) and got not in CAUSES and got.replace("_", "-") in CAUSES:
-            raise Incorrect(f"`classify({snippet!r})` returned {got!r}: cause codes are written with hyphens. "
-                            f"Did you mean {got.replace('_', '-')!r}?", cause="unknown-cause-id")
-        if not isinstance(got, str) or got not in CAUSES:
-            raise Incorrect(f"`classify({snippet!r})` returned {got!r}, which is not a cause code. "
-                            f"Return one of the keys of `CAUSES`: {', '.join(CAUSES)}.", cause="unknown-cause-id")
-        reason = symptoms.get(got, f"Look again at what snippet {snippet} shows: {shows}")
-        raise Incorrect(f"`classify({snippet!r})` is `{got!r}`, but that is not the most likely cause. {reason}",
-                        cause="wrong-cause-id")
-
 
 def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
     """Why the gradient `gradient_name` is None: the student's own gradient call first, then a blocking op."""
@@ -166,8 +87,7 @@ class FixTheStep(Exercise):
         for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
             problem = wrong_value(name, want, have,
                                   otherwise="Is the loss the mean squared error of `x @ w + b` against `y`?")
-            if problem:
-                raise problem
+            self._raise_departed(problem, fn, args, lambda w_, b_, x_, y_: tf.reduce_mean((x_ @ w_ + b_ - y_) ** 2))
 
 
 def _steps(w, x, y, lr, n=2):
@@ -186,6 +106,11 @@ _REPLACED = ("After the first step `w` was no longer a variable: did you write `
 
 class TwoSteps(Exercise):
     number = "5.3"
+    remedies = {"persistent": (
+        'Each step needs the loss recorded after the previous update: open a new `tf.GradientTape()` inside'
+        " the loop, around that step's loss."),
+        "watch-a-constant": "Keep `w` the variable you were given and update it in place, `w.assign_sub(lr * grad)`: "
+                            "the caller's variable must move."}
     answer = "two_steps"
     visible_cases = ((0.5, (1.0, 2.0, 3.0), (2.0, 4.0, 6.0), 0.05),)
     praise = "`w` stayed a variable, so the tape watched it on the second step too."
@@ -246,6 +171,8 @@ class TwoSteps(Exercise):
 
 class StraightThrough(Exercise):
     number = "5.4"
+    remedies = {"remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's "
+                "correction only: `z + tf.stop_gradient(tf.round(z) - z)`, with `z = w * x`, passes `z`'s gradient."}
     answer = "rounded_gradient"
     # The second case puts w * x on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
     visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)), (0.5, (1.0, 3.0, 5.0), (1.0, 1.0, 3.0)))
@@ -270,10 +197,16 @@ class StraightThrough(Exercise):
             "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
             "straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient(tf.round(z) - z)`"
             " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
+        probed = lambda formula: lambda: self._probe(fn, formula)  # noqa: E731 (a second input, see _probe)
+        weight_rounded = lambda w, x_, y_: 2 * np.mean((np.round(w) * x_ - y_) * x_)
+        floored = lambda w, x_, y_: 2 * np.mean((np.floor(np.float32(w) * x_) - y_) * x_)
         problem = wrong_value("dl_dw", expected, got, [Alternative(
-            "the weight rounded", 2 * np.mean((np.round(w0) * x - y) * x), "wrong-target",
+            "the weight rounded", weight_rounded(w0, x, y), "wrong-target",
             "That is the straight-through gradient of a loss whose weight is rounded, `round(w) * x`; the task "
-            "rounds the prediction, `round(w * x)`."), Alternative(
+            "rounds the prediction, `round(w * x)`.", probed(weight_rounded)), Alternative(
+            "rounded down", floored(w0, x, y), "wrong-target",
+            "That is the straight-through gradient with the predictions rounded down, `tf.floor(w * x)`; the task "
+            "rounds to the nearest, as `tf.round` does.", probed(floored)), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
             "predictions, `round(w * x)`."), Alternative(
@@ -283,6 +216,13 @@ class StraightThrough(Exercise):
             otherwise="Is the loss the mean squared error of the rounded predictions?")
         if problem:
             raise problem
+
+    def _probe(self, fn, formula) -> bool:
+        """Whether `fn`'s gradient on a second input, where the known wrong roundings all differ, is `formula`'s."""
+        w0, x, y = 1.3, np.array([0.7, 1.9, 2.6, -1.2]), np.array([1.0, 2.0, 3.0, -1.0])
+        got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32), tf.constant(y, tf.float32),
+                        shown=f"w=tf.Variable({w0})").value
+        return got is not None and bool(np.isclose(float(to_numpy(got)), formula(w0, x, y), rtol=1e-3, atol=1e-4))
 
 
 _LAYERS = (("encoder", 2, 3), ("head", 3, 1), ("aux", 3, 1))  # no path is a substring of another

@@ -4,11 +4,9 @@ from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the 
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Iterator
 
 import keras
 import numpy as np
@@ -19,9 +17,10 @@ import tensorflow as tf
 from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.exercises.precision import dtype_policy
 from tapelab.quiet import Quiet
 
-__all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
+__all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example"]
 
 EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
 
@@ -103,53 +102,6 @@ class FitCase:
         return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
 
 
-# A TensorFlow op given two float dtypes: eagerly ("expected to be a float tensor but is a half tensor"), in a
-# graph ("has type float16 that does not match type float32"), and from `/` ("got tf.float32 != tf.float16").
-_COMBINED = (re.compile(r"expected to be a (\w+) tensor but is a (\w+) tensor"),
-             re.compile(r"has type (\w+) that does not match type (\w+)"),
-             re.compile(r"must have the same dtype, got tf\.(\w+) != tf\.(\w+)"))
-_DTYPE_NAMES = {"half": "float16", "float": "float32", "double": "float64"}
-
-
-def combined_dtypes(text: str) -> frozenset[str]:
-    """The two dtypes (`float16`, `float32`, `float64`...) that an op refused to combine, if `text` holds
-    TensorFlow's error for that; empty otherwise."""
-    for pattern in _COMBINED:
-        found = pattern.search(text)
-        if found:
-            return frozenset(_DTYPE_NAMES.get(name, name) for name in found.groups())
-    return frozenset()
-
-
-def float16_mismatch(problem: Incorrect) -> Incorrect | None:
-    """Under `mixed_float16`, where inputs and targets are float32 and only the layers' outputs are float16:
-    the feedback for an op that combined float16 with float32, else None."""
-    if problem.cause not in (None, "dtype-clash") or combined_dtypes(str(problem)) != {"float16", "float32"}:
-        return None
-    # the general dtype explanation (tapelab.checker.tf_errors) gives way to the one that says where float16 came from
-    return Incorrect(f"{problem.observed or problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is float16 "
-                     "while `y` stays float32. Cast before you combine them: `tf.cast(y_pred, y.dtype)`.",
-                     cause="float16-mismatch")
-
-
-@contextmanager
-def dtype_policy(name: str) -> Iterator[None]:
-    """Build and train under the Keras dtype policy `name`, then restore the previous global policy, also
-    when the student's code fails. Under `mixed_float16`, feedback for an op that combined float16 with
-    float32 says where the float16 came from (`float16_mismatch`)."""
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(name)
-    try:
-        yield
-    except Incorrect as problem:
-        mismatch = float16_mismatch(problem) if name == "mixed_float16" else None
-        if mismatch:
-            raise mismatch from None
-        raise
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
-
-
 class UnscaledStep(keras.Model):
     """A reference for one wrong step: it differentiates the loss without `optimizer.scale_loss`."""
 
@@ -204,6 +156,16 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
         running.append(float(np.mean(seen)))
     return {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
             "running mean": running}
+
+
+def _weights_taken(facts) -> str:
+    """What the code shows of the sample weights, `data`'s third element: never taken out of `data` (no
+    `unpack_x_y_sample_weight`, no three names, no index 2), or, as far as the code tells, not given to the loss."""
+    if facts.found and not (facts.calls_to("unpack_x_y_sample_weight") or any(
+            len(a.names) == 3 or re.search(r"\[\s*(2|-1)\s*\]", a.value) for a in facts.assignments)):
+        return ("`fit` hands `train_step` `(x, y, sample_weight)`, and your step never takes out the third element. "
+                "Unpack all three with `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`.")
+    return "your step does not give them to the loss."
 
 
 class FitMatch(Exercise):
@@ -314,9 +276,9 @@ class FitMatch(Exercise):
 
         alternatives = [summed] + ([Alternative(
             "sample weights dropped", unweighted, "sample-weight-ignored",
-            "Those are the weights `fit` reaches without the sample weights: your step unpacked them but "
-            "never used them. Pass them to the loss, `self.compute_loss(x=x, y=y, y_pred=y_pred, "
-            "sample_weight=sample_weight)`.")] if case.weighted else []) + ([Alternative("mean squared error", weights_with("mse"),
+            f"Those are the weights `fit` reaches without the sample weights: {_weights_taken(facts)} Pass them "
+            "to the loss, `self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)`.")]
+                                   if case.weighted else []) + ([Alternative("mean squared error", weights_with("mse"),
                                     "hardcoded-loss",
                                     "Those are the weights of a step that minimises the mean squared error, not "
                                     f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "

@@ -10,7 +10,8 @@ import tensorflow as tf
 from tapelab.checker.wrong_answers import Alternative, matching_alternative, wrong_value
 from tapelab.checker.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
 from tapelab.checker.exercise import Exercise
-from tapelab.exercises.fit_match import FitCase, FitMatch, combined_dtypes, dtype_policy, worked_example
+from tapelab.exercises.fit_match import FitCase, FitMatch, worked_example
+from tapelab.exercises.precision import combined_dtypes, dtype_policy
 from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
 from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.checker.messages import Incorrect

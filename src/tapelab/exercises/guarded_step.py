@@ -20,6 +20,7 @@ from tapelab.checker.messages import Incorrect
 __all__ = ["GuardedStep", "MatrixCase", "matrix"]
 
 LEARNING_RATE = 0.1
+_EITHER = "Is your condition False when the loss or a gradient is NaN or Inf?"
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def _model(features: int) -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(1, kernel_initializer="zeros")(inputs))
 
 
-def _reference(features: int, case: MatrixCase) -> tuple[list[np.ndarray], float, list[bool]]:
-    """Eagerly: the weights after one SGD step on `case`, the loss, and which gradients are finite. The
+def _reference(features: int, case: MatrixCase) -> tuple[list[np.ndarray], float, list[str]]:
+    """Eagerly: the weights after one SGD step on `case`, the loss, and what each gradient holds that is not
+    finite ("NaN" when it holds one, else "Inf", "" when it is finite). The
     zero `Dense(1)` written out as its two variables, `x @ kernel + bias`: the layer's own ops, without
     building a Keras model for each row."""
     variables = [tf.Variable(tf.zeros((features, 1))), tf.Variable(tf.zeros((1,)))]
@@ -73,7 +75,11 @@ def _reference(features: int, case: MatrixCase) -> tuple[list[np.ndarray], float
         loss = tf.reduce_mean(tf.square(case.y - (case.x @ variables[0] + variables[1])))
     grads = tape.gradient(loss, variables)
     stepped = [(v - LEARNING_RATE * g).numpy() for v, g in zip(variables, grads)]
-    return stepped, float(loss), [bool(np.all(np.isfinite(g.numpy()))) for g in grads]
+    return stepped, float(loss), [_non_finite(g.numpy()) for g in grads]
+
+
+def _non_finite(values: np.ndarray) -> str:
+    return "NaN" if np.isnan(values).any() else "Inf" if np.isinf(values).any() else ""
 
 
 class GuardedStep(Exercise):
@@ -94,9 +100,9 @@ class GuardedStep(Exercise):
     def check_case(self, fn, case, facts):
         features, seed = case
         for row in matrix(features, seed):
-            self._check_row(fn, features, row)
+            self._check_row(fn, features, row, facts)
 
-    def _check_row(self, fn, features: int, row: MatrixCase) -> None:
+    def _check_row(self, fn, features: int, row: MatrixCase, facts) -> None:
         model = _model(features)
         optimizer = keras.optimizers.SGD(LEARNING_RATE)
         optimizer.build(model.trainable_variables)  # variables are created eagerly, never inside the graph
@@ -129,7 +135,7 @@ class GuardedStep(Exercise):
                             "`tf.cond`?", cause="no-return" if returned is None else None)
         got = [v.numpy() for v in model.trainable_variables]
         applied = int(optimizer.iterations.numpy())  # the optimizer counts every `apply`, even of zero gradients
-        stepped, loss, finite = _reference(features, row)
+        stepped, loss, non_finite = _reference(features, row)
         if row.applied:
             self._check_applied(flag, applied, got, stepped, shown)
             return
@@ -139,7 +145,7 @@ class GuardedStep(Exercise):
                             f"{_weights(got)}). Did you call `optimizer.apply` outside the branch that runs only "
                             "when the step is good?", cause="applied-anyway")
         if applied or flag:
-            raise self._wrongly_applied(shown, loss, finite, bool(applied))
+            raise self._wrongly_applied(shown, loss, non_finite, bool(applied), facts)
 
     def _check_applied(self, flag: bool, applied: int, got, stepped, shown: str) -> None:
         if not flag or applied != 1:
@@ -154,11 +160,25 @@ class GuardedStep(Exercise):
                                 f"mean squared error gives {want_text}. Did you apply the gradients of "
                                 "`tf.reduce_mean(tf.square(y - model(x, training=True)))` once, with `optimizer`?")
 
-    def _wrongly_applied(self, shown: str, loss: float, finite: list[bool], moved: bool) -> Incorrect:
-        """A bad batch the step accepted: say which check the numbers show was missing."""
+    def _wrongly_applied(self, shown: str, loss: float, non_finite: list[str], moved: bool, facts) -> Incorrect:
+        """A bad batch the step accepted: say which check the numbers and the code show was missing. A step that
+        tests with `tf.math.is_nan` alone lets an infinity through; with `is_nan` beside another test, which value
+        each guards is not known, so no check is said to be missing."""
         did = "applied it (the optimizer took a step)" if moved else "returned True"
         head = f"On {shown} the step must be refused, but your step {did}."
-        bad = [name for name, ok in zip(("kernel", "bias"), finite) if not ok]
+        bad = [name for name, kind in zip(("kernel", "bias"), non_finite) if kind]
+        infinite = [name for name, kind in zip(("kernel", "bias"), non_finite) if kind == "Inf"]
+        tests = {name for name in ("is_nan", "is_finite", "is_inf") if facts.calls_to(name)}
+        if np.isinf(loss) or np.isfinite(loss) and infinite:
+            if tests == {"is_nan"}:
+                what = (f"the loss is {loss}" if np.isinf(loss) else
+                        f"the loss is finite but the gradient of `{'`, `'.join(infinite)}` holds Inf")
+                return Incorrect(f"{head} Here {what}, and your step tests with `tf.math.is_nan`, which is False "
+                                 "for an infinity, so it lets this step through. Test with `tf.math.is_finite`, "
+                                 "False for NaN and for Inf.",
+                                 cause="loss-not-checked" if np.isinf(loss) else "gradients-not-checked")
+            if "is_nan" in tests:
+                return Incorrect(f"{head} {_EITHER}")
         if np.isfinite(loss) and bad:
             return Incorrect(f"{head} Here the loss is finite ({loss:.3g}) but the gradient of "
                              f"`{'`, `'.join(bad)}` is not: did you check only the loss? Check every gradient "
@@ -167,7 +187,7 @@ class GuardedStep(Exercise):
             return Incorrect(f"{head} Here every gradient is finite but the loss is {loss} (a mean over no rows "
                              "or an overflow): did you check only the gradients? Check the loss too, "
                              "`tf.math.is_finite(loss)`.", cause="loss-not-checked")
-        return Incorrect(f"{head} Is your condition False when the loss or a gradient is NaN or Inf?")
+        return Incorrect(f"{head} {_EITHER}")
 
     def _explain_graph_error(self, problem: Incorrect, errors: list[Exception]) -> Incorrect:
         """A step that fails only because it runs in a graph: it asked a symbolic tensor for its value."""

@@ -217,11 +217,18 @@ class ManualSgdStep(Exercise):
                                  f"The variables did not change. Did you write `v = v - lr * {grad}`? That rebinds "
                                  "the name to a new tensor and leaves the variable alone: change it in place with "
                                  f"`v.assign_sub(lr * {grad})`."))
+        # `v.assign(lr * g)` from a zero start is also `before + lr * g`: the code tells the two apart
+        replaced = facts.found and facts.calls_to("assign") and not (facts.calls_to("assign_sub")
+                                                                    or facts.calls_to("assign_add"))
         alternatives = (
             unchanged,
             Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
                         "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
-                        f"`v.assign_sub(lr * {grad})`."),
+                        f"`v.assign_sub(lr * {grad})`.", lambda: not replaced),
+            Alternative("replaced by the step", by_name(steps), "assign-replaces",
+                        f"Each variable now holds the step `lr * {grad}` itself: `v.assign(...)` replaces the value "
+                        f"with its argument. Subtract the step from it with `v.assign_sub(lr * {grad})`.",
+                        lambda: bool(replaced)),
             Alternative("whole gradient", by_name(b - d for b, d in zip(before, directions)), "no-learning-rate",
                         "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
             *(Alternative(f"only {names[i]}", by_name(e if k == i else b

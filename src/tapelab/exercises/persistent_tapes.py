@@ -91,8 +91,7 @@ class SeveralGradients(_TapeExercise):
                             "Pass `x`: the tape chains through `y` by itself.")
         for i, (name, expected, others) in enumerate((("dy_dx", dy_dx, []), ("dz_dx", dz_dx, [wrt_y]))):
             problem = wrong_value(name, expected, got[i], [swapped_item([dy_dx, dz_dx], got, i, says=swapped), *others])
-            if problem:
-                raise problem
+            self._raise_departed(problem, fn, (x,), lambda v: tf.sin(v**3))
         self._reject_gradient_inside_with(facts, call.logs)
         kept = [t.name for t in facts.tape_blocks if t.persistent and t.name not in facts.deleted]
         if kept:
@@ -251,6 +250,9 @@ _SCALAR_FUNCTIONS = {
 
 class SecondDerivative(_TapeExercise):
     number = "4.3"
+    remedies = {"persistent": (
+        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
+        " the outer tape's `with` block, and the outer tape for the second.")}
     answer = "second_derivative"
     fixed_because = ("`second_derivative` is a procedure for any `f` and `x` it is given: two nested tapes hold no "
                      "numbers of their own, so only the test's functions and points could change, not what you write.")
@@ -320,6 +322,9 @@ def _hessian(grad, point: np.ndarray) -> np.ndarray:
 
 class Hessian(_TapeExercise):
     number = "4.4"
+    remedies = {"persistent": (
+        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
+        " the outer tape's `with` block, and the outer tape for the second.")}
     answer = "hessian"
     fixed_because = ("`hessian` is a procedure for any `f` and `x` it is given: two nested tapes and a `jacobian` "
                      "hold no numbers of their own, so only the test's functions and points could change, not what "

@@ -96,6 +96,8 @@ _POWERS = ((2, 3), (2, 4), (3, 2), (3, 3))
 
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
+    remedies = {"persistent": (
+        'No second call is needed: the tape gives dz/dy directly, `tape.gradient(z, y)`.')}
     answer = "intermediate_gradient"
     # The powers of the two steps, y = x^p and z = y^q ((2, 2) in the notebook's text), drawn as a pair so that
     # no variant is the notebook's own: dz/dy = q y^(q-1).
@@ -128,8 +130,7 @@ class IntermediateGradient(_WatchExercise):
             Alternative("dy/dx", p * x64 ** (p - 1), "wrong-target",
                         "That is dy/dx. The target is `z` and the source is `y`."),
             *_differentiates_itself(facts, x64)])
-        if problem:
-            raise problem
+        self._raise_departed(problem, fn, (x,), lambda v: (lambda y: y * y)(v * v))
         if facts.found and facts.tapes == 0:
             raise Incorrect("Exercise 3.1: your numbers are right, but this exercise is about the tape. "
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
@@ -253,6 +254,12 @@ class InputOnlyGradient(_WatchExercise):
                             cause="weights-watched")
         if len(watched) > 0:
             names = ", ".join(f"`{getattr(v, 'name', v)}`" for v in watched[:4])
+            made = [a for a in facts.assignments if a.made_by == "variable"] if facts.found else []
+            if facts.tapes and not any(t.watch_accessed for t in facts.tape_blocks) and made:
+                raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. Your tape "
+                                "watches only what you watch, but `" + f"{made[0].names[0]} = {made[0].value}" + "` "
+                                "made a `tf.Variable`, and a watched variable is listed by `watched_variables()`. "
+                                "Watch the constant tensor `x` itself.", cause="weights-watched")
             raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. By default "
                             "a tape watches every trainable variable the model reads. Did you open it with "
                             "`tf.GradientTape(watch_accessed_variables=False)`?", cause="weights-watched")
