@@ -131,10 +131,10 @@ class TwoSteps(Exercise):
                 raise
             if not _rebinds(facts, "w"):
                 why = explain_none(facts, facts.returned_call(0), _VALUES)
-                raise Incorrect(f"{error} A gradient was `None` and the next operation could not use it. {why}".strip(),
-                                cause=why.cause) from None
-            raise Incorrect(f"{error} A gradient was `None`, most likely on the second step. " + _REPLACED,
-                            cause="replaced-by-tensor") from None
+                raise Incorrect(f"{error.observed or error} A gradient was `None` and the next operation could not "
+                                f"use it. {why}".strip(), cause=why.cause) from None
+            raise Incorrect(f"{error.observed or error} A gradient was `None`, most likely on the second step. "
+                            + _REPLACED, cause="replaced-by-tensor") from None
         expected, w_after = _steps(w0, x, y, lr)
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect("`two_steps` should return a list of the two gradients, one per step.")
