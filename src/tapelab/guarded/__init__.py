@@ -36,9 +36,9 @@ statistics (it imports `tensorboard` only when it writes).
 from tapelab.guarded.apply import GuardedApply
 from tapelab.guarded.callback import GuardCallback
 from tapelab.guarded.flight import FlightRecorder
-from tapelab.guarded.stats import GradientStats, GradientStatsCallback
 from tapelab.guarded.records import BadGradientsError, JsonFormatter, StepOutcome, name_bad_variables
 from tapelab.guarded.retry import with_retries
+from tapelab.guarded.stats import GradientStats, GradientStatsCallback
 
 __all__ = ["BadGradientsError", "FlightRecorder", "GradientStats", "GradientStatsCallback", "GuardCallback",
            "GuardedApply", "JsonFormatter", "StepOutcome", "name_bad_variables", "with_retries"]
