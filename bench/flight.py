@@ -1,12 +1,15 @@
-"""The flight recorder's cost on good steps: a guarded training step with and without it, in the same run.
+"""The cost on good steps of the flight recorder and of the gradient statistics, against the same step without them.
 
-    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1]
+    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 12]
 
-Three compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain
-step (`optimizer.apply`), the guarded step (`GuardedApply`), and the guarded step with a `FlightRecorder`
-(its batch copy sits in an untaken `tf.cond` branch). Each step is timed in blocks of 10 calls, the three
-alternating `--repeats` times after a warm-up; the medians and the ratios are printed. The budget
-(issue 54): the recorder costs under 5% of a guarded step when nothing goes wrong.
+Four compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain
+step (`optimizer.apply`), the guarded step (`GuardedApply`), the guarded step with a `FlightRecorder`
+(its batch copy sits in an untaken `tf.cond` branch), and the plain step with `GradientStats` at its
+default schedule, polled after every call as a loop polls it. Each step is timed in blocks of 10 calls,
+the four alternating `--repeats` times after a warm-up. Then `fit` on the same model and data, `--epochs`
+epochs of 50 steps without and with `GradientStatsCallback` (twice each, alternating; the first epoch of
+each fit, which traces, is left out). The medians and the ratios are printed. The budget (issue 54): the
+recorder and the statistics each cost under 5% of a step when nothing goes wrong.
 """
 from __future__ import annotations
 
@@ -22,10 +25,11 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import keras
 import tensorflow as tf
 
-from tapelab.guarded import FlightRecorder, GuardedApply
+from tapelab.guarded import FlightRecorder, GradientStats, GradientStatsCallback, GuardedApply
 
 BUDGET = 1.05
 BLOCK = 10
+FIT_STEPS = 50  # steps per epoch of the fit comparison
 
 
 def mlp(layers: int, width: int) -> keras.Model:
@@ -50,6 +54,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--jit", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=12)
     args = parser.parse_args()
     x = tf.random.stateless_normal((args.batch, args.width), seed=(1, 2))
     y = tf.random.stateless_normal((args.batch, 1), seed=(3, 4))
@@ -69,15 +74,26 @@ def main() -> None:
     steps["guarded + flight recorder"] = make_step(
         recorded_model, lambda g, loss, b: recorded(g, recorded_model.trainable_variables, loss=loss, batch=b),
         bool(args.jit))
+    stats_model, stats_opt = mlp(args.layers, args.width), keras.optimizers.SGD(1e-4)
+    stats_opt.build(stats_model.trainable_variables)
+    stats = GradientStats(tempfile.mkdtemp())  # the default schedule
 
-    def block(step):
+    def measured(g, loss, b):
+        stats(g, stats_model.trainable_variables)
+        return stats_opt.apply(g, stats_model.trainable_variables)
+
+    steps["plain + gradient stats"] = make_step(stats_model, measured, bool(args.jit))
+    polls = {"plain + gradient stats": stats.poll}
+
+    def block(step, poll):
         def run():
             for _ in range(BLOCK):
                 out = step(x, y)
+                poll()
             tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, out)
         return run
 
-    runs = [block(step) for step in steps.values()]
+    runs = [block(step, polls.get(name, lambda: None)) for name, step in steps.items()]
     for run in runs:
         run()  # trace and warm up
     times: list[list[float]] = [[] for _ in runs]
@@ -92,9 +108,37 @@ def main() -> None:
           f"median of {args.repeats} blocks of {BLOCK} steps:")
     for name, seconds in medians.items():
         print(f"  {name:28s} {seconds * 1e3:8.3f} ms/step")
-    ratio = medians["guarded + flight recorder"] / medians["guarded"]
-    print(f"  recorder / guarded           {ratio:8.3f}x  (budget {BUDGET:.2f}x: {'within' if ratio <= BUDGET else 'OVER'})")
+    report("recorder / guarded", medians["guarded + flight recorder"] / medians["guarded"])
     print(f"  recorder / plain             {medians['guarded + flight recorder'] / medians['plain optimizer.apply']:8.3f}x")
+    report("stats / plain", medians["plain + gradient stats"] / medians["plain optimizer.apply"])
+    print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
+    fit_stats(args, x, y)
+
+
+def report(name: str, ratio: float) -> None:
+    print(f"  {name:28s} {ratio:8.3f}x  (budget {BUDGET:.2f}x: {'within' if ratio <= BUDGET else 'OVER'})")
+
+
+def fit_stats(args, x, y) -> None:
+    """`fit` without and with `GradientStatsCallback` at its default schedule: median seconds per step."""
+    xs, ys = tf.tile(x, [FIT_STEPS, 1]), tf.tile(y, [FIT_STEPS, 1])
+    model = mlp(args.layers, args.width)
+    model.compile(keras.optimizers.SGD(1e-4), loss="mse", jit_compile=bool(args.jit))
+    stats = GradientStats(tempfile.mkdtemp())
+    epoch_seconds: dict[str, list[float]] = {"fit": [], "fit + GradientStatsCallback": []}
+    for name in [*epoch_seconds] * 2:
+        ends = [time.perf_counter()]
+        timer = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: ends.append(time.perf_counter()))
+        extra = [GradientStatsCallback(stats)] if name != "fit" else []
+        model.fit(xs, ys, batch_size=args.batch, epochs=args.epochs, shuffle=False, verbose=0,
+                  callbacks=[*extra, timer])
+        epoch_seconds[name] += [(b - a) / FIT_STEPS for a, b in zip(ends[1:], ends[2:])]  # epoch 1 traces
+    medians = {name: statistics.median(seconds) for name, seconds in epoch_seconds.items()}
+    print(f"fit, {FIT_STEPS} steps per epoch, median of {len(epoch_seconds['fit'])} epochs (first of each fit left out):")
+    for name, seconds in medians.items():
+        print(f"  {name:28s} {seconds * 1e3:8.3f} ms/step")
+    print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
+    report("callback / fit", medians["fit + GradientStatsCallback"] / medians["fit"])
 
 
 if __name__ == "__main__":

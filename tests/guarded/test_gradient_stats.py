@@ -162,3 +162,28 @@ def test_importing_guarded_does_not_import_tensorboard():
     code = "import sys, tapelab.guarded; print(sorted(m for m in sys.modules if m.startswith('tensorboard')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_mixed_precision_writes_the_unscaled_gradients(tmp_path):
+    """Under mixed_float16 (a LossScaleOptimizer scaling the loss by 32768), are the norms written those of the
+    unscaled gradients the inner optimizer applies?"""
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        x, y = data(8)
+        model = small_model()
+        assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+        start = model.get_weights()
+        stats = GradientStats(tmp_path, every=5)
+        model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[GradientStatsCallback(stats)])
+        twin = small_model()
+        twin.set_weights(start)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((tf.cast(twin(x[:BATCH], training=True), tf.float32) - y[:BATCH]) ** 2)
+        grads = tape.gradient(loss, twin.trainable_variables)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    written = read_events(tmp_path)[0]
+    for variable, grad in zip(twin.trainable_variables, grads):
+        np.testing.assert_allclose(written[f"grad_norm/{variable.path}"], np.linalg.norm(grad.numpy()), rtol=1e-2)
+    assert "apply" not in vars(model.optimizer.inner_optimizer)

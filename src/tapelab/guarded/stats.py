@@ -126,7 +126,9 @@ class GradientStatsCallback(keras.callbacks.Callback):
     While `fit` runs, `model.optimizer.apply` (which `apply_gradients` and Keras's `train_step` call) first
     hands the gradients to `stats`; `fit`'s step function is rebuilt so the compiled step includes it, and
     the optimizer is restored when `fit` ends. A `train_step` override that calls `stats` itself needs
-    `wrap_optimizer=False`. With `steps_per_execution` above 1 a scheduled step in the middle of an
+    `wrap_optimizer=False`. Under mixed precision the `LossScaleOptimizer`'s inner optimizer is wrapped: the
+    statistics are of the unscaled gradients, and the steps the loss scaling skips are not counted. Each
+    `fit` call with the callback traces the step once more. With `steps_per_execution` above 1 a scheduled step in the middle of an
     execution is written only if it is the latest recorded one when the execution ends.
     """
 
@@ -137,7 +139,7 @@ class GradientStatsCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs: dict | None = None) -> None:
         if not self.wrap_optimizer:
             return
-        optimizer = self.model.optimizer
+        optimizer = self._applying()
         unwrapped = optimizer.apply
 
         def apply(grads, trainable_variables=None):
@@ -150,11 +152,15 @@ class GradientStatsCallback(keras.callbacks.Callback):
         optimizer.apply = apply
         self.model.make_train_function(force=True)  # trace again, now through the wrapped apply
 
+    def _applying(self) -> Any:
+        """The optimizer that applies unscaled gradients: a LossScaleOptimizer's inner one, else the model's."""
+        return getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
+
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         self.stats.poll()
 
     def on_train_end(self, logs: dict | None = None) -> None:
         if self.wrap_optimizer:
-            del self.model.optimizer.apply  # the class's own method again
+            del self._applying().apply  # the class's own method again
             self.model.make_train_function(force=True)
         self.stats.close()
