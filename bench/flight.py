@@ -1,19 +1,20 @@
 """The cost on good steps of the flight recorder and of the gradient statistics, against the same step without them.
 
-    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 12]
+    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 6] [--rounds 3]
 
 Four compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain
 step (`optimizer.apply`), the guarded step (`GuardedApply`), the guarded step with a `FlightRecorder`
 (its batch copy sits in an untaken `tf.cond` branch), and the plain step with `GradientStats` at its
 default schedule, polled after every call as a loop polls it. Each step is timed in blocks of 10 calls,
 the four alternating `--repeats` times after a warm-up. Then `fit` on the same model and data, `--epochs`
-epochs of 50 steps without and with `GradientStatsCallback` (twice each, alternating; the first epoch of
-each fit, which traces, is left out). The medians and the ratios are printed. The budget (issue 54): the
+epochs of 50 steps without and with `GradientStatsCallback` (`--rounds` fits each, alternating; the first
+epoch of each fit, which traces, is left out). The medians and the ratios are printed. The budget (issue 54): the
 recorder and the statistics each cost under 5% of a step when nothing goes wrong.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import tempfile
@@ -25,7 +26,12 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import keras
 import tensorflow as tf
 
-from tapelab.guarded import FlightRecorder, GradientStats, GradientStatsCallback, GuardedApply
+from tapelab.guarded import (
+    FlightRecorder,
+    GradientStats,
+    GradientStatsCallback,
+    GuardedApply,
+)
 
 BUDGET = 1.05
 BLOCK = 10
@@ -54,7 +60,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--jit", type=int, default=1)
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     x = tf.random.stateless_normal((args.batch, args.width), seed=(1, 2))
     y = tf.random.stateless_normal((args.batch, 1), seed=(3, 4))
@@ -126,13 +133,13 @@ def fit_stats(args, x, y) -> None:
     model.compile(keras.optimizers.SGD(1e-4), loss="mse", jit_compile=bool(args.jit))
     stats = GradientStats(tempfile.mkdtemp())
     epoch_seconds: dict[str, list[float]] = {"fit": [], "fit + GradientStatsCallback": []}
-    for name in [*epoch_seconds] * 2:
+    for name in [*epoch_seconds] * args.rounds:
         ends = [time.perf_counter()]
-        timer = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: ends.append(time.perf_counter()))
+        timer = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs, ends=ends: ends.append(time.perf_counter()))
         extra = [GradientStatsCallback(stats)] if name != "fit" else []
         model.fit(xs, ys, batch_size=args.batch, epochs=args.epochs, shuffle=False, verbose=0,
                   callbacks=[*extra, timer])
-        epoch_seconds[name] += [(b - a) / FIT_STEPS for a, b in zip(ends[1:], ends[2:])]  # epoch 1 traces
+        epoch_seconds[name] += [(b - a) / FIT_STEPS for a, b in itertools.pairwise(ends[1:])]  # epoch 1 traces
     medians = {name: statistics.median(seconds) for name, seconds in epoch_seconds.items()}
     print(f"fit, {FIT_STEPS} steps per epoch, median of {len(epoch_seconds['fit'])} epochs (first of each fit left out):")
     for name, seconds in medians.items():

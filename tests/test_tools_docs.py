@@ -59,6 +59,6 @@ def test_gradient_statistics_example_writes_the_scheduled_steps(keras_may_compil
     that TensorBoard's own reader lists?"""
     lines = run_blocks("### Gradient statistics")
     assert lines == ["(0, 5)",
-                     "['grad_norm/net/hidden/kernel', 'grad_histogram/net/hidden/kernel', 'grad_norm/net/hidden/bias', "
-                     "'grad_histogram/net/hidden/bias']",
+                     ("['grad_norm/net/hidden/kernel', 'grad_histogram/net/hidden/kernel', 'grad_norm/net/hidden/bias', "
+                      "'grad_histogram/net/hidden/bias']"),
                      "[0, 5]"]

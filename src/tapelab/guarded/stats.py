@@ -13,8 +13,9 @@ when something is written.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -98,7 +99,8 @@ class GradientStats(tf.Module):
         step = int(self.recorded_step.numpy())
         if step < 0 or (self.written and self.written[-1] == step):
             return None
-        from tensorboard.plugins.histogram import metadata  # heavy: only when something is written
+        # heavy: imported only when something is written
+        from tensorboard.plugins.histogram import metadata
 
         norms, histograms = self.norms.numpy(), self.histograms.numpy()
         if self._writer is None:
