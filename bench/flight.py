@@ -2,14 +2,16 @@
 
     python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 6] [--rounds 3]
 
-Four compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain
-step (`optimizer.apply`), the guarded step (`GuardedApply`), the guarded step with a `FlightRecorder`
-(its batch copy sits in an untaken `tf.cond` branch), and the plain step with `GradientStats` at its
-default schedule, polled after every call as a loop polls it. Each step is timed in blocks of 10 calls,
-the four alternating `--repeats` times after a warm-up. Then `fit` on the same model and data, `--epochs`
-epochs of 50 steps without and with `GradientStatsCallback` (`--rounds` fits each, alternating; the first
-epoch of each fit, which traces, is left out). The medians and the ratios are printed. The budget (issue 54): the
-recorder and the statistics each cost under 5% of a step when nothing goes wrong.
+Five compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain step
+(`optimizer.apply`), the same plain step again as a control (its ratio to the first is the noise of the
+machine), the guarded step (`GuardedApply`), the guarded step with a `FlightRecorder` (its batch copy sits in
+an untaken `tf.cond` branch), and the plain step with `GradientStats` at its default schedule, polled after
+every call as a loop polls it. Each step is timed in blocks of 10 calls, the five alternating `--repeats`
+times in a rotating order after a warm-up. Then `fit` on the same model and data, `--epochs` epochs of 50
+steps without and with `GradientStatsCallback` (`--rounds` fits each, alternating; the first epoch of each
+fit, which traces, is left out). The medians are printed, and each ratio as the median of the ratios
+measured side by side (one repeat, one round), so that a slow change of the machine's load cancels. The
+budget (issue 54): the recorder and the statistics each cost under 5% of a step when nothing goes wrong.
 """
 from __future__ import annotations
 
@@ -70,6 +72,10 @@ def main() -> None:
     plain_opt.build(plain_model.trainable_variables)
     steps["plain optimizer.apply"] = make_step(
         plain_model, lambda g, loss, b: plain_opt.apply(g, plain_model.trainable_variables), bool(args.jit))
+    again_model, again_opt = mlp(args.layers, args.width), keras.optimizers.SGD(1e-4)
+    again_opt.build(again_model.trainable_variables)
+    steps["plain again (A/A)"] = make_step(
+        again_model, lambda g, loss, b: again_opt.apply(g, again_model.trainable_variables), bool(args.jit))
     guarded_model = mlp(args.layers, args.width)
     guard = GuardedApply(keras.optimizers.SGD(1e-4), on_bad="skip")
     steps["guarded"] = make_step(
@@ -104,20 +110,29 @@ def main() -> None:
     for run in runs:
         run()  # trace and warm up
     times: list[list[float]] = [[] for _ in runs]
-    for _ in range(args.repeats):
-        for run, taken in zip(runs, times):
+    for repeat in range(args.repeats):
+        for index in (*range(repeat % len(runs), len(runs)), *range(repeat % len(runs))):  # rotated: no fixed order
             start = time.perf_counter()
-            run()
-            taken.append((time.perf_counter() - start) / BLOCK)
-    medians = dict(zip(steps, (statistics.median(t) for t in times)))
+            runs[index]()
+            times[index].append((time.perf_counter() - start) / BLOCK)
+    timed = dict(zip(steps, times))
+    medians = {name: statistics.median(t) for name, t in timed.items()}
+
+    def paired(name: str, base: str) -> float:
+        """The median over repeats of the two steps' time ratio within a repeat (slow load drift cancels)."""
+        return statistics.median(a / b for a, b in zip(timed[name], timed[base]))
+
     assert guard.counters["skipped"] == recorded.counters["skipped"] == 0 and not recorder.saved
     print(f"{args.layers}-layer MLP, width {args.width}, batch {args.batch}, jit_compile={bool(args.jit)}, "
           f"median of {args.repeats} blocks of {BLOCK} steps:")
     for name, seconds in medians.items():
         print(f"  {name:28s} {seconds * 1e3:8.3f} ms/step")
-    report("recorder / guarded", medians["guarded + flight recorder"] / medians["guarded"])
-    print(f"  recorder / plain             {medians['guarded + flight recorder'] / medians['plain optimizer.apply']:8.3f}x")
-    report("stats / plain", medians["plain + gradient stats"] / medians["plain optimizer.apply"])
+    print("ratios, the median of the ratios within each repeat:")
+    print(f"  plain again / plain          {paired('plain again (A/A)', 'plain optimizer.apply'):8.3f}x  "
+          "(the same step twice: the noise of this machine)")
+    report("recorder / guarded", paired("guarded + flight recorder", "guarded"))
+    print(f"  recorder / plain             {paired('guarded + flight recorder', 'plain optimizer.apply'):8.3f}x")
+    report("stats / plain", paired("plain + gradient stats", "plain optimizer.apply"))
     print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
     fit_stats(args, x, y)
 
@@ -132,20 +147,23 @@ def fit_stats(args, x, y) -> None:
     model = mlp(args.layers, args.width)
     model.compile(keras.optimizers.SGD(1e-4), loss="mse", jit_compile=bool(args.jit))
     stats = GradientStats(tempfile.mkdtemp())
-    epoch_seconds: dict[str, list[float]] = {"fit": [], "fit + GradientStatsCallback": []}
+    epoch_seconds: dict[str, list[list[float]]] = {"fit": [], "fit + GradientStatsCallback": []}
     for name in [*epoch_seconds] * args.rounds:
         ends = [time.perf_counter()]
         timer = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs, ends=ends: ends.append(time.perf_counter()))
         extra = [GradientStatsCallback(stats)] if name != "fit" else []
         model.fit(xs, ys, batch_size=args.batch, epochs=args.epochs, shuffle=False, verbose=0,
                   callbacks=[*extra, timer])
-        epoch_seconds[name] += [(b - a) / FIT_STEPS for a, b in itertools.pairwise(ends[1:])]  # epoch 1 traces
-    medians = {name: statistics.median(seconds) for name, seconds in epoch_seconds.items()}
-    print(f"fit, {FIT_STEPS} steps per epoch, median of {len(epoch_seconds['fit'])} epochs (first of each fit left out):")
+        epoch_seconds[name].append([(b - a) / FIT_STEPS for a, b in itertools.pairwise(ends[1:])])  # epoch 1 traces
+    medians = {name: statistics.median(s for fit in fits for s in fit) for name, fits in epoch_seconds.items()}
+    print(f"fit, {FIT_STEPS} steps per epoch, median of {args.rounds} fits x {args.epochs - 1} epochs "
+          "(the first epoch of each fit, which traces, left out):")
     for name, seconds in medians.items():
         print(f"  {name:28s} {seconds * 1e3:8.3f} ms/step")
     print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
-    report("callback / fit", medians["fit + GradientStatsCallback"] / medians["fit"])
+    rounds = zip(epoch_seconds["fit + GradientStatsCallback"], epoch_seconds["fit"])
+    report("callback / fit", statistics.median(statistics.median(a) / statistics.median(b) for a, b in rounds))
+    print("  (the median over rounds of the ratio of the two fits' median epochs)")
 
 
 if __name__ == "__main__":
