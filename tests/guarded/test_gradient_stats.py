@@ -87,6 +87,19 @@ def test_fit_writes_the_norms_of_each_scheduled_step(tmp_path, jit_compile, kera
     assert int(stats.steps.numpy()) == 7
 
 
+def test_several_steps_per_execution_write_on_schedule(tmp_path):
+    """With `steps_per_execution=2` (one step function; `stats` decides in it), are steps 0, 3 and 6 of 7 written,
+    one of them from the middle of an execution?"""
+    x, y = data()
+    model = small_model()
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", steps_per_execution=2)
+    stats = GradientStats(tmp_path, every=3)
+    model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[GradientStatsCallback(stats)])
+    events = read_events(tmp_path)
+    assert sorted(events) == [0, 3, 6] and int(stats.steps.numpy()) == 7
+    assert all(len(written) == 1 + 2 * len(model.trainable_variables) for written in events.values())
+
+
 def test_a_custom_loop_under_xla_writes_on_schedule(tmp_path, keras_may_compile_with_xla):
     """In a custom loop whose step is `tf.function(jit_compile=True)`, are steps 0, 2 and 4 of 5 written with the
     norms of the gradients that step applied?"""

@@ -123,22 +123,31 @@ class GradientStats(tf.Module):
 
 
 class GradientStatsCallback(keras.callbacks.Callback):
-    """Measure the gradients `fit` applies with `stats` and write them after each batch.
+    """Measure the gradients `fit` applies with `stats` on its scheduled steps, and write them.
 
     While `fit` runs, `model.optimizer.apply` (which `apply_gradients` and Keras's `train_step` call) first
-    hands the gradients to `stats`; `fit`'s step function is rebuilt so the compiled step includes it, and
-    the optimizer is restored when `fit` ends. A `train_step` override that calls `stats` itself needs
-    `wrap_optimizer=False`. Under mixed precision the `LossScaleOptimizer`'s inner optimizer is wrapped: the
-    statistics are of the unscaled gradients, and the steps the loss scaling skips are not counted. Each
-    `fit` call with the callback traces the step once more. With `steps_per_execution` above 1 a scheduled step in the middle of an
-    execution is written only if it is the latest recorded one when the execution ends.
+    hands the gradients to `stats`, and the optimizer is restored when `fit` ends. `fit` gets two step
+    functions, each traced (and XLA-compiled) at its first call: a measured one, run on scheduled steps, and
+    the plain one, run on all others, which holds no trace of `stats`: unscheduled steps cost what they cost
+    without the callback. The statistics of a scheduled step are written before the next step starts (and
+    at the end of `fit`). The steps are counted on the host and handed to `stats` with each scheduled step.
+    Under mixed precision the `LossScaleOptimizer`'s inner optimizer is wrapped: the gradients measured are
+    unscaled, and a scheduled step whose update the loss scaling skips writes nothing.
+
+    With `steps_per_execution` above 1, or `wrap_optimizer=False` (a `train_step` override that calls
+    `stats` itself), there is one step function and `stats` decides in it (the `tf.cond` on its own step
+    count); then the latest recorded step is written after each execution.
     """
 
     def __init__(self, stats: GradientStats, *, wrap_optimizer: bool = True):
         super().__init__()
         self.stats, self.wrap_optimizer = stats, wrap_optimizer
+        self._measure = True  # read while a step function is traced: does this one hand gradients to stats?
+        self._functions: dict[bool, Any] = {}  # measured? -> step function, when fit gets two
+        self._count = 0  # the steps counted on the host (two step functions only)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
+        self._functions = {}
         if not self.wrap_optimizer:
             return
         optimizer = self._applying()
@@ -148,21 +157,38 @@ class GradientStatsCallback(keras.callbacks.Callback):
             grads = list(grads)
             # None: the variables the optimizer was built with, as Keras's own `apply` falls back to
             variables = optimizer._trainable_variables if trainable_variables is None else list(trainable_variables)
-            self.stats(grads, variables)
+            if self._measure:
+                self.stats(grads, variables)
             return unwrapped(grads, variables)
 
         optimizer.apply = apply
-        self.model.make_train_function(force=True)  # trace again, now through the wrapped apply
+        for measured in (False, True) if self.model.steps_per_execution == 1 else (True,):
+            self.model.make_train_function(force=True)  # traced at its first call, with `_measure` as then
+            self._functions[measured] = self.model.train_function
+        self._count = int(self.stats.steps.numpy())
 
     def _applying(self) -> Any:
         """The optimizer that applies unscaled gradients: a LossScaleOptimizer's inner one, else the model's."""
         return getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
 
-    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        self.stats.poll()
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        if len(self._functions) < 2:
+            self.stats.poll()
+            return
+        if self._measure:  # the step just run was a scheduled one
+            self.stats.poll()
+        self._measure = self._count % self.stats.every == 0
+        if self._measure:
+            self.stats.steps.assign(self._count)  # one write to the device per scheduled step
+        self.model.train_function = self._functions[self._measure]
+        self._count += 1
 
     def on_train_end(self, logs: dict | None = None) -> None:
+        self.stats.poll()
         if self.wrap_optimizer:
             del self._applying().apply  # the class's own method again
             self.model.make_train_function(force=True)
+        if len(self._functions) == 2:
+            self.stats.steps.assign(self._count)
+        self._functions, self._measure = {}, True
         self.stats.close()
