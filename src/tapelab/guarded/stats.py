@@ -7,8 +7,8 @@ pays a modulo and an untaken branch. Summary ops cannot run under XLA, so the wr
 `poll()` copies the kept statistics once and writes them with `tf.summary` (scalars `grad_norm/<path>`
 and `grad_norm/global`, histograms `grad_histogram/<path>`, at the step they belong to) into event files.
 `GradientStatsCallback` does both under `fit`: it wraps `model.optimizer.apply` while `fit` runs, so any
-`train_step` that applies gradients through the optimizer (Keras's own included) is measured, and polls
-after every batch. TensorBoard itself (`tensorboard`, where `tf.summary` takes its ops) is imported only
+`train_step` that applies gradients through the optimizer (Keras's own included) is measured, and it gives
+`fit` a second step function without the statistics for the unscheduled steps. TensorBoard itself (`tensorboard`, where `tf.summary` takes its ops) is imported only
 when something is written.
 """
 from __future__ import annotations
