@@ -2,14 +2,14 @@
 
 In the step (eagerly, in `tf.function`, in `fit`'s compiled `train_step`, XLA included), `GradientStats`
 counts steps in a variable and, on scheduled steps only (every `every`-th, from the first), computes each
-gradient's norm and histogram buckets inside a `tf.cond` and keeps them in variables: an unscheduled step
-pays a modulo and an untaken branch. Summary ops cannot run under XLA, so the write is the host's:
-`poll()` copies the kept statistics once and writes them with `tf.summary` (scalars `grad_norm/<path>`
-and `grad_norm/global`, histograms `grad_histogram/<path>`, at the step they belong to) into event files.
-`GradientStatsCallback` does both under `fit`: it wraps `model.optimizer.apply` while `fit` runs, so any
-`train_step` that applies gradients through the optimizer (Keras's own included) is measured, and it gives
-`fit` a second step function without the statistics for the unscheduled steps. TensorBoard itself (`tensorboard`, where `tf.summary` takes its ops) is imported only
-when something is written.
+gradient's norm and histogram buckets inside a `tf.cond` and keeps them in variables: an unscheduled step pays
+a modulo and an untaken branch. Summary ops cannot run under XLA, so the write is the host's: `poll()` copies
+the kept statistics once and writes them with `tf.summary` (scalars `grad_norm/<path>` and `grad_norm/global`,
+histograms `grad_histogram/<path>`, at the step they belong to) into event files. `GradientStatsCallback` does
+both under `fit`: it wraps `model.optimizer.apply` while `fit` runs, so any `train_step` that applies
+gradients through the optimizer (Keras's own included) is measured, and it gives `fit` a second step function
+without the statistics for the unscheduled steps. TensorBoard itself (`tensorboard`, where `tf.summary` takes
+its ops) is imported only when something is written.
 """
 from __future__ import annotations
 
