@@ -1,6 +1,6 @@
 """The cost on good steps of the flight recorder and of the gradient statistics, against the same step without them.
 
-    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 6] [--rounds 3]
+    python bench/flight.py [--layers 8] [--width 256] [--batch 256] [--repeats 30] [--jit 0|1] [--epochs 3] [--rounds 6]
 
 Five compiled steps of one MLP, each a `tf.function` (XLA with `--jit 1`) on the same batch: the plain step
 (`optimizer.apply`), the same plain step again as a control (its ratio to the first is the noise of the
@@ -8,10 +8,11 @@ machine), the guarded step (`GuardedApply`), the guarded step with a `FlightReco
 an untaken `tf.cond` branch), and the plain step with `GradientStats` at its default schedule, polled after
 every call as a loop polls it. Each step is timed in blocks of 10 calls, the five alternating `--repeats`
 times in a rotating order after a warm-up. Then `fit` on the same model and data, `--epochs` epochs of 50
-steps without and with `GradientStatsCallback` (`--rounds` fits each, alternating; the first epoch of each
-fit, which traces, is left out). The medians are printed, and each ratio as the median of the ratios
-measured side by side (one repeat, one round), so that a slow change of the machine's load cancels. The
-budget (issue 54): the recorder and the statistics each cost under 5% of a step when nothing goes wrong.
+steps without `GradientStatsCallback`, with it (default schedule: every 100 steps), and without again as a
+control (`--rounds` fits each, in a rotating order; the first epoch of each fit, which traces, is left out,
+and so are epoch boundaries). Each ratio is the median of the ratios measured side by side (one repeat, one
+round), so that a slow change of the machine's load cancels. The budget (issue 54): the recorder and the
+statistics each cost under 5% of a step when nothing goes wrong.
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--jit", type=int, default=1)
-    parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     x = tf.random.stateless_normal((args.batch, args.width), seed=(1, 2))
     y = tf.random.stateless_normal((args.batch, 1), seed=(3, 4))
@@ -142,28 +143,39 @@ def report(name: str, ratio: float) -> None:
 
 
 def fit_stats(args, x, y) -> None:
-    """`fit` without and with `GradientStatsCallback` at its default schedule: median seconds per step."""
+    """`fit` without and with `GradientStatsCallback` at its default schedule: seconds per step."""
     xs, ys = tf.tile(x, [FIT_STEPS, 1]), tf.tile(y, [FIT_STEPS, 1])
     model = mlp(args.layers, args.width)
     model.compile(keras.optimizers.SGD(1e-4), loss="mse", jit_compile=bool(args.jit))
     stats = GradientStats(tempfile.mkdtemp())
-    epoch_seconds: dict[str, list[list[float]]] = {"fit": [], "fit + GradientStatsCallback": []}
-    for name in [*epoch_seconds] * args.rounds:
-        ends = [time.perf_counter()]
-        timer = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs, ends=ends: ends.append(time.perf_counter()))
-        extra = [GradientStatsCallback(stats)] if name != "fit" else []
+    per_fit: dict[str, list[float]] = {"fit": [], "fit again (A/A)": [], "fit + GradientStatsCallback": []}
+    names = list(per_fit)
+    # Untimed: the first write imports tensorboard and opens an event file, and the process runs slower for a
+    # while after it (a one-time cost, not a per-step one).
+    model.fit(xs, ys, batch_size=args.batch, epochs=1, verbose=0, callbacks=[GradientStatsCallback(stats)])
+    for turn in range(len(names) * args.rounds):  # rotating order: no variant always follows another
+        name = names[(turn + turn // len(names)) % len(names)]
+        begins: list[list[float]] = []  # per epoch, when each step began
+        timer = keras.callbacks.LambdaCallback(
+            on_epoch_begin=lambda epoch, logs, begins=begins: begins.append([]),
+            on_train_batch_begin=lambda batch, logs, begins=begins: begins[-1].append(time.perf_counter()))
+        extra = [GradientStatsCallback(stats)] if name.startswith("fit +") else []
         model.fit(xs, ys, batch_size=args.batch, epochs=args.epochs, shuffle=False, verbose=0,
                   callbacks=[*extra, timer])
-        epoch_seconds[name].append([(b - a) / FIT_STEPS for a, b in itertools.pairwise(ends[1:])])  # epoch 1 traces
-    medians = {name: statistics.median(s for fit in fits for s in fit) for name, fits in epoch_seconds.items()}
-    print(f"fit, {FIT_STEPS} steps per epoch, median of {args.rounds} fits x {args.epochs - 1} epochs "
-          "(the first epoch of each fit, which traces, left out):")
-    for name, seconds in medians.items():
-        print(f"  {name:28s} {seconds * 1e3:8.3f} ms/step")
+        steps = [b - a for epoch in begins[1:] for a, b in itertools.pairwise(epoch)]  # epoch 1 traces
+        per_fit[name].append(statistics.fmean(steps))
+    print(f"fit, {FIT_STEPS} steps per epoch, {args.rounds} fits each of {args.epochs} epochs; a fit's time per step "
+          "is the mean from one step's start to the next's, within its epochs after the first (which traces):")
+    for name, seconds in per_fit.items():
+        print(f"  {name:28s} {statistics.median(seconds) * 1e3:8.3f} ms/step (median of the fits)")
     print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
-    rounds = zip(epoch_seconds["fit + GradientStatsCallback"], epoch_seconds["fit"])
-    report("callback / fit", statistics.median(statistics.median(a) / statistics.median(b) for a, b in rounds))
-    print("  (the median over rounds of the ratio of the two fits' median epochs)")
+
+    def paired(name: str) -> float:
+        return statistics.median(a / b for a, b in zip(per_fit[name], per_fit["fit"]))
+
+    print("ratios, the median over rounds of the ratio of two fits' times per step:")
+    print(f"  fit again / fit              {paired('fit again (A/A)'):8.3f}x  (the same fit twice: the noise)")
+    report("callback / fit", paired("fit + GradientStatsCallback"))
 
 
 if __name__ == "__main__":
