@@ -180,7 +180,9 @@ class GradientStatsCallback(keras.callbacks.Callback):
         self._measure = self._count % self.stats.every == 0
         if self._measure:
             self.stats.steps.assign(self._count)  # one write to the device per scheduled step
-        self.model.train_function = self._functions[self._measure]
+        function = self._functions[self._measure]
+        if self.model.train_function is not function:  # set only on a change: a model's setattr is not free
+            self.model.train_function = function
         self._count += 1
 
     def on_train_end(self, logs: dict | None = None) -> None:
