@@ -147,28 +147,33 @@ def fit_stats(args, x, y) -> None:
     xs, ys = tf.tile(x, [FIT_STEPS, 1]), tf.tile(y, [FIT_STEPS, 1])
     model = mlp(args.layers, args.width)
     model.compile(keras.optimizers.SGD(1e-4), loss="mse", jit_compile=bool(args.jit))
-    stats = GradientStats(tempfile.mkdtemp())
+    written, counted = 0, 0
     per_fit: dict[str, list[float]] = {"fit": [], "fit again (A/A)": [], "fit + GradientStatsCallback": []}
     names = list(per_fit)
     # Untimed: the first write imports tensorboard and opens an event file, and the process runs slower for a
     # while after it (a one-time cost, not a per-step one).
-    model.fit(xs, ys, batch_size=args.batch, epochs=1, verbose=0, callbacks=[GradientStatsCallback(stats)])
+    model.fit(xs, ys, batch_size=args.batch, epochs=1, verbose=0,
+              callbacks=[GradientStatsCallback(GradientStats(tempfile.mkdtemp()))])
     for turn in range(len(names) * args.rounds):  # rotating order: no variant always follows another
         name = names[(turn + turn // len(names)) % len(names)]
         begins: list[list[float]] = []  # per epoch, when each step began
         timer = keras.callbacks.LambdaCallback(
             on_epoch_begin=lambda epoch, logs, begins=begins: begins.append([]),
             on_train_batch_begin=lambda batch, logs, begins=begins: begins[-1].append(time.perf_counter()))
+        # A new count per fit: both step functions of the callback are traced in its first epoch (step 0 is
+        # measured, step 1 is not), which is not timed; a fit's first measured step otherwise compiles later.
+        stats = GradientStats(tempfile.mkdtemp())
         extra = [GradientStatsCallback(stats)] if name.startswith("fit +") else []
         model.fit(xs, ys, batch_size=args.batch, epochs=args.epochs, shuffle=False, verbose=0,
                   callbacks=[*extra, timer])
         steps = [b - a for epoch in begins[1:] for a, b in itertools.pairwise(epoch)]  # epoch 1 traces
         per_fit[name].append(statistics.fmean(steps))
+        written, counted = written + len(stats.written), counted + int(stats.steps.numpy())
     print(f"fit, {FIT_STEPS} steps per epoch, {args.rounds} fits each of {args.epochs} epochs; a fit's time per step "
           "is the mean from one step's start to the next's, within its epochs after the first (which traces):")
     for name, seconds in per_fit.items():
         print(f"  {name:28s} {statistics.median(seconds) * 1e3:8.3f} ms/step (median of the fits)")
-    print(f"  ({len(stats.written)} of {int(stats.steps.numpy())} steps written, every {stats.every})")
+    print(f"  ({written} of {counted} steps written, every {GradientStats(tempfile.mkdtemp()).every})")
 
     def paired(name: str) -> float:
         return statistics.median(a / b for a, b in zip(per_fit[name], per_fit["fit"]))
