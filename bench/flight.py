@@ -173,7 +173,7 @@ def fit_stats(args, x, y) -> None:
           "is the mean from one step's start to the next's, within its epochs after the first (which traces):")
     for name, seconds in per_fit.items():
         print(f"  {name:28s} {statistics.median(seconds) * 1e3:8.3f} ms/step (median of the fits)")
-    print(f"  ({written} of {counted} steps written, every {GradientStats(tempfile.mkdtemp()).every})")
+    print(f"  ({written} of {counted} steps written, every {stats.every})")
 
     def paired(name: str) -> float:
         return statistics.median(a / b for a, b in zip(per_fit[name], per_fit["fit"]))
