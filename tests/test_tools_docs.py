@@ -52,3 +52,13 @@ def test_the_layout_table_lists_the_files_a_saved_step_holds():
 
     table = re.findall(r"^\| `([a-z_.]+)` \|", section("### Flight recorder"), re.MULTILINE)
     assert table == [replay.STEP_FILE, replay.BATCH_FILE, replay.WEIGHTS_FILE, replay.OPTIMIZER_FILE]
+
+
+def test_gradient_statistics_example_writes_the_scheduled_steps(keras_may_compile_with_xla):
+    """Does the gradient statistics example write steps 0 and 5 of 8, a norm and a histogram per variable,
+    that TensorBoard's own reader lists?"""
+    lines = run_blocks("### Gradient statistics")
+    assert lines == ["(0, 5)",
+                     ("['grad_norm/net/hidden/kernel', 'grad_histogram/net/hidden/kernel', 'grad_norm/net/hidden/bias', "
+                      "'grad_histogram/net/hidden/bias']"),
+                     "[0, 5]"]

@@ -18,6 +18,8 @@ Where it runs:
   `guard.poll()` is called after the step: `GuardCallback(guard)` does that after every batch of `fit`.
 - `FlightRecorder`: the first refused steps of a run (at most `keep`, within `max_bytes`) are saved with
   their batch, weights and optimizer state, diagnosed, and replayable (`python -m tapelab.diagnose.replay`).
+- `GradientStats` (and `GradientStatsCallback` under `fit`): per-variable gradient norms and histograms
+  for TensorBoard, computed in the step on scheduled steps only and written by the host.
 - Counters live in `tf.Variable`s: the guard is a `tf.Module`, so `tf.train.Checkpoint(guard=guard)`
   saves and restores them with the model.
 - With a `keras.optimizers.LossScaleOptimizer` (mixed precision), non-finite gradients are passed to the
@@ -28,13 +30,15 @@ Runs in the user's training code, in eager mode, in `tf.function` and under `fit
 TensorFlow, NumPy and `tapelab.diagnose` (lazily, to name a cause), never the checker, grading or the
 CLI. `apply` holds `GuardedApply`; `measure` the gradient norms, `decide` the in-graph decision,
 `records` the step records and the error, `retry` `with_retries`, `callback` the Keras callback,
-`flight` the flight recorder that saves refused steps for `tapelab.diagnose.replay`.
+`flight` the flight recorder that saves refused steps for `tapelab.diagnose.replay`, `stats` the gradient
+statistics (it imports `tensorboard` only when it writes).
 """
 from tapelab.guarded.apply import GuardedApply
 from tapelab.guarded.callback import GuardCallback
 from tapelab.guarded.flight import FlightRecorder
 from tapelab.guarded.records import BadGradientsError, JsonFormatter, StepOutcome, name_bad_variables
 from tapelab.guarded.retry import with_retries
+from tapelab.guarded.stats import GradientStats, GradientStatsCallback
 
-__all__ = ["BadGradientsError", "FlightRecorder", "GuardCallback", "GuardedApply", "JsonFormatter", "StepOutcome",
-           "name_bad_variables", "with_retries"]
+__all__ = ["BadGradientsError", "FlightRecorder", "GradientStats", "GradientStatsCallback", "GuardCallback",
+           "GuardedApply", "JsonFormatter", "StepOutcome", "name_bad_variables", "with_retries"]
