@@ -12,7 +12,9 @@ import nbformat
 import pytest
 
 from answers import exercise_named, fresh_mistakes, mistakes
+from mutation.harness import load_equivalents, sample
 from mutation.inprocess import exercises, grade
+from mutation.mutants import TAPE_KINDS, base_kind, generate
 from tapelab.paths import SOLUTIONS, assignment_names
 from tapelab_answers import answer
 
@@ -89,6 +91,21 @@ def test_catalogued_mistakes_fail_on_the_variant(name, seed):
     for mistake in fresh_mistakes(exercise.notebook, seed).get(grade_id, []):
         verdict = grade(exercise, mistake.code, mistake.name, seed=seed)
         assert verdict.outcome in ("incorrect", "raw_exception") and verdict.part == "visible", (mistake.name, verdict)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", VARIED)
+def test_sampled_mutants_of_the_variant_are_rejected(name, seed):
+    """The mutants of the variant's own answer that break the tape (the kinds `make mutants` asks to be named), a
+    bounded sample, fail the student's own check on that variant, as those of the notebook's answer do."""
+    exercise = ALL[name]
+    reviewed = {n for (nb, gid, n) in load_equivalents() if (nb, gid) == (exercise.notebook, exercise.answer_id)}
+    code = _reference(name, seed)
+    region = set(range(2, len(code.splitlines()) + 1))  # the body: the `def` line is the stub's
+    tape = [m for m in generate(code, region) if base_kind(m.kind) in TAPE_KINDS and m.name not in reviewed]
+    for mutant in sample(tape, 4):
+        verdict = grade(exercise, mutant.code, mutant.name, seed=seed)
+        assert verdict.outcome in ("incorrect", "not_attempted") and verdict.part == "visible", (mutant.diff, verdict)
 
 
 def test_new_variant_shows_the_task_with_its_numbers(capsys):
