@@ -35,14 +35,14 @@ def classify(snippet):
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x * w + b
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "elementwise-not-matmul", "The linear model is `x @ w`: `x * w` multiplies elementwise, which fails "
      "(or broadcasts) for a `(n, d)` input and a `(d, 1)` weight."),
         Fresh("gradients returned in the order [b, w]", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((x @ w + b - y) ** 2)
+        loss = tf.reduce_mean($err_full ** $p)
     dl_db, dl_dw = tape.gradient(loss, [b, w])
     return [dl_db, dl_dw]
 ''', "swapped-results", "The gradients are right but in the wrong order: the exercise asks for "
@@ -51,17 +51,17 @@ def fixed_gradients(w, b, x, y):
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = 0.5 * tf.reduce_mean((pred - y) ** 2)
+        loss = 0.5 * tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
-''', "constant-factor", "The loss asked for is `mean((x @ w + b - y)**2)`; your `0.5 *` halves both "
+''', "constant-factor", "The loss asked for is `mean($err_full**$p)`; your `0.5 *` halves both "
      "gradients. Drop the factor."),
         Fresh("np.square in the loss", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = tf.reduce_mean(np.square(pred - y))
+        loss = tf.reduce_mean($np_err)
     return tape.gradient(loss, [w, b])
-''', "numpy-in-path", "`np.square` returns a NumPy array, which the tape does not record, so both "
+''', "numpy-in-path", "`$np_fn` returns a NumPy array, which the tape does not record, so both "
      "gradients are `None`; use `tf.square` or `** 2`."),
     ],
     "ex5_3_answer": [

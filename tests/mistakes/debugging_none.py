@@ -32,35 +32,35 @@ MISTAKES = {
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + tf.stop_gradient(b)
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`tf.stop_gradient` blocks gradients"),
         Mistake("prediction before the tape", '''
 def fixed_gradients(w, b, x, y):
     pred = x @ w + b
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`pred` is computed from"),
         Mistake("stop_gradient left in", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = tf.stop_gradient(x @ w) + b
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`tf.stop_gradient` blocks gradients"),
         Mistake("loss still computed outside the tape", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-    loss = tf.reduce_mean((pred - y) ** 2)
+    loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "compute `loss` inside the `with"),
         Mistake("sum instead of mean", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = tf.reduce_sum((pred - y) ** 2)
+        loss = tf.reduce_sum($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "4 times the right ones"),
     ],

@@ -14,6 +14,7 @@ from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import explain_none
+from tapelab.checker.variants import Space
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5"]
 
@@ -137,9 +138,43 @@ def _regression(spec, n_in=None):
     return x, rng.normal(size=(d, 1)), rng.normal(size=1), rng.normal(size=(n, 1))
 
 
+_POWERS = {2: ("²", "squared"), 3: ("³", "third"), 4: ("⁴", "fourth"), 5: ("⁵", "fifth"), 6: ("⁶", "sixth")}
+
+
+def _error_words(p: int) -> dict:
+    """How the error raised to the power `p` reads: in code (`(pred - y) ** 2`, `tf.abs(pred - y) ** 3`: an odd
+    power of a signed error is no loss), in the task (`(x @ w + b - y)²`, `|x @ w + b - y|³`) and in words."""
+    even = p % 2 == 0
+    sup, ordinal = _POWERS[p]
+    return {"err": "(pred - y)" if even else "tf.abs(pred - y)",
+            "err_full": "(x @ w + b - y)" if even else "tf.abs(x @ w + b - y)",
+            "np_err": "np.square(pred - y)" if p == 2 else f"np.abs(pred - y) ** {p}",
+            "np_fn": "np.square" if p == 2 else "np.abs",
+            "err_text": f"(x @ w + b - y){sup}" if even else f"|x @ w + b - y|{sup}",
+            "loss_name": "the mean squared error" if p == 2 else f"the mean {ordinal} power of the absolute error"}
+
+
 class FixTheStep(Exercise):
     number = "5.2"
     answer = "fixed_gradients"
+    # The power p of the error in the loss, mean(|x @ w + b - y|^p) (2 in the notebook's text).
+    space = Space(default={"p": 2}, draws={"p": lambda rng: int(rng.choice([3, 4, 5, 6]))},
+                  wording={"err": lambda v: _error_words(v["p"])["err"],
+                           "err_text": lambda v: _error_words(v["p"])["err_text"],
+                           **{name: (lambda v, name=name: _error_words(v["p"])[name])
+                              for name in ("err_full", "np_err", "np_fn", "loss_name")}})
+    statement = """This function should return the gradients of ${loss_name} of a linear model, but both come back `None`:
+
+```python
+def broken_gradients(w, b, x, y):
+    with tf.GradientTape() as tape:
+        pred = tf.stop_gradient(x @ w) + b
+    loss = tf.reduce_mean(${err} ** ${p})
+    return tape.gradient(loss, [w, b])
+```
+
+Write `fixed_gradients(w, b, x, y)` that returns `[dl_dw, dl_db]` for `loss = mean(${err_text})`. `w` and `b` are
+variables, `x` and `y` constant tensors. The test compares your gradients with finite differences."""
     visible_cases = ("worked",)
     praise = "both gradients flow again: the loss is recorded and nothing blocks the path."
     hints = (
@@ -153,7 +188,9 @@ class FixTheStep(Exercise):
                 tf.constant(x, tf.float32), tf.constant(y, tf.float32))
         got = self.call(fn, *args, shown=f"x of shape {x.shape}").value
         residual = x @ w + b - y
-        expected = [2 * x.T @ residual / len(x), 2 * residual.mean(axis=0)]
+        p = self.variant["p"]
+        slope = p * np.abs(residual) ** (p - 1) * np.sign(residual)  # d|r|^p/dr; p * r for p = 2
+        expected = [x.T @ slope / len(x), slope.mean(axis=0)]
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect("`fixed_gradients` should return the list `[dl_dw, dl_db]` from "
                             "`tape.gradient(loss, [w, b])`.")
@@ -165,7 +202,7 @@ class FixTheStep(Exercise):
             raise problem
         for name, want, have in zip(("dl_dw", "dl_db"), expected, got):
             problem = wrong_value(name, want, have,
-                                  otherwise="Is the loss the mean squared error of `x @ w + b` against `y`?")
+                                  otherwise=f"Is the loss {self.variant['loss_name']} of `x @ w + b` against `y`?")
             if problem:
                 raise problem
 
