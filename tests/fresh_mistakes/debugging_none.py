@@ -68,7 +68,7 @@ def fixed_gradients(w, b, x, y):
         Fresh("one gradient, applied twice", '''
 def two_steps(w, x, y, lr):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((w * x - y) ** 2)
+        loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
     grad = tape.gradient(loss, w)
     grads = []
     for _ in range(2):
@@ -83,7 +83,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         optimizer.apply_gradients([grad], [w])
@@ -95,7 +95,7 @@ def two_steps(w, x, y, lr):
     grads = []
     with tf.GradientTape() as tape:
         for _ in range(2):
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
             grad = tape.gradient(loss, w)
             grads.append(grad)
             w.assign_sub(lr * grad)
@@ -107,7 +107,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w = tf.Variable(w - lr * grad)

@@ -69,7 +69,7 @@ def fixed_gradients(w, b, x, y):
 def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
-        loss = tf.reduce_mean((w * x - y) ** 2)
+        loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         with tf.GradientTape() as tape:
             tape.watch(w)
         grad = tape.gradient(loss, w)
@@ -82,7 +82,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * y - x) ** 2)
+            loss = tf.reduce_mean((w * y$plus_c - x) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w.assign_sub(lr * grad)
@@ -93,7 +93,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w = w - lr * grad
@@ -104,7 +104,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grads.append(tape.gradient(loss, w))
     return grads
 ''', "did not change between the steps"),
@@ -113,7 +113,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w.assign_add(lr * grad)

@@ -207,10 +207,10 @@ variables, `x` and `y` constant tensors. The test compares your gradients with f
                 raise problem
 
 
-def _steps(w, x, y, lr, n=2):
+def _steps(w, x, y, lr, c=0, n=2):
     grads = []
     for _ in range(n):
-        grad = 2 * np.mean((w * x - y) * x)
+        grad = 2 * np.mean((w * x + c - y) * x)
         grads.append(grad)
         w = w - lr * grad
     return grads, w
@@ -221,9 +221,36 @@ _REPLACED = ("After the first step `w` was no longer a variable: did you write `
              "variable in place.")
 
 
+def _plus(c: float) -> str:
+    """` + c` as code writes it after `w * x`; nothing for c = 0."""
+    if c == 0:
+        return ""
+    return f" + {c:g}" if c > 0 else f" - {-c:g}"
+
+
 class TwoSteps(Exercise):
     number = "5.3"
     answer = "two_steps"
+    # The model's fixed intercept c, pred = w * x + c (0 in the notebook's text): each gradient moves with it.
+    space = Space(default={"c": 0}, draws={"c": lambda rng: float(rng.choice([-1.5, -1, -0.5, 0.5, 1, 1.5]))},
+                  wording={"plus_c": lambda v: _plus(v["c"])})
+    statement = """This function should take two steps of gradient descent on `w` and return the two gradients, but it fails
+on the second step with a `TypeError` about `NoneType`: the second gradient is `None`.
+
+```python
+def broken_two_steps(w, x, y, lr):
+    grads = []
+    for _ in range(2):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((w * x${plus_c} - y) ** 2)
+        grad = tape.gradient(loss, w)
+        grads.append(grad)
+        w = w - lr * grad
+    return grads
+```
+
+Write `two_steps(w, x, y, lr)` that returns both gradients and leaves the variable `w` updated after the
+two steps."""
     visible_cases = ((0.5, (1.0, 2.0, 3.0), (2.0, 4.0, 6.0), 0.05),)
     praise = "`w` stayed a variable, so the tape watched it on the second step too."
     hints = (
@@ -247,7 +274,8 @@ class TwoSteps(Exercise):
                                 cause=why.cause) from None
             raise Incorrect(f"{error} A gradient was `None`, most likely on the second step. " + _REPLACED,
                             cause="replaced-by-tensor") from None
-        expected, w_after = _steps(w0, x, y, lr)
+        c = self.variant["c"]
+        expected, w_after = _steps(w0, x, y, lr, c)
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect("`two_steps` should return a list of the two gradients, one per step.")
         if got[0] is None:
@@ -256,10 +284,11 @@ class TwoSteps(Exercise):
             if _rebinds(facts, "w"):
                 raise Incorrect("`grads[1]` is `None`. " + _REPLACED, cause="replaced-by-tensor")
             raise _none_feedback(fn, facts, "grads[1]", 1, "w", _VALUES)
-        problem = wrong_value("grads[0]", expected[0], got[0], otherwise="Is the loss `mean((w * x - y) ** 2)`?")
+        problem = wrong_value("grads[0]", expected[0], got[0],
+                              otherwise=f"Is the loss `mean((w * x{self.variant['plus_c']} - y) ** 2)`?")
         if problem:
             raise problem
-        uphill, _ = _steps(w0, x, y, -lr)
+        uphill, _ = _steps(w0, x, y, -lr, c)
         per_step = "Did you update `w` once per step, by `lr * grad`?"
         problem = wrong_value("grads[1]", expected[1], got[1], [
             Alternative("the first step's gradient", expected[0], "stale-value",
