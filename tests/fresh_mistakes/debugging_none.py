@@ -121,16 +121,16 @@ def two_steps(w, x, y, lr):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.round(z)) - z
+        pred = z + tf.stop_gradient(tf.round(z$div)$mul) - z
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z))` alone, the `+ z` and `- z` "
+''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z$div)$mul)` alone, the `+ z` and `- z` "
      "cancel in the backward pass too, so the gradient is 0; the `- z` belongs inside the stop: "
-     "`z + tf.stop_gradient(tf.round(z) - z)`."),
+     "`z + tf.stop_gradient(tf.round(z$div)$mul - z)`."),
         Fresh("the weight rounded instead of the prediction", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        w_int = w + tf.stop_gradient(tf.round(w) - w)
+        w_int = w + tf.stop_gradient(tf.round(w$div)$mul - w)
         pred = w_int * x
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
@@ -140,7 +140,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.cast(tf.round(z), tf.int32) - z)
+        pred = z + tf.stop_gradient(tf.cast(tf.round(z$div)$mul, tf.int32) - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "dtype-clash", "`tf.cast(..., tf.int32) - z` subtracts a float32 tensor from an int32 one, which "
@@ -149,11 +149,11 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = tf.round(z) - z + tf.stop_gradient(z)
+        pred = tf.round(z$div)$mul - z + tf.stop_gradient(z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "sign-flipped", "The forward value is right, but the only path the gradient takes is `- z`, so "
-     "your gradient has the opposite sign; write `z + tf.stop_gradient(tf.round(z) - z)`."),
+     "your gradient has the opposite sign; write `z + tf.stop_gradient(tf.round(z$div)$mul - z)`."),
     ],
     "ex5_5_answer": [
         Fresh("pairs given to optimizer.apply", '''

@@ -124,7 +124,7 @@ def two_steps(w, x, y, lr):
         Mistake("stop_gradient around the whole rounding", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(tf.round(w * x))
+        pred = tf.stop_gradient(tf.round(w * x$div)$mul)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "`tf.stop_gradient` blocks gradients"),
@@ -132,24 +132,24 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = np.round(z)
+        pred = np.round(z$div)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "leaves TensorFlow"),
         Mistake("cast to int", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.cast(tf.cast(w * x, tf.int32), tf.float32)
+        pred = tf.cast(tf.cast(w * x$div, tf.int32), tf.float32)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "tf.cast(w * x, tf.int32)"),
+''', "tf.cast(w * x$div, tf.int32)"),
         Mistake("plain tf.round", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.round(w * x)
+        pred = tf.round(w * x$div)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "`tf.round(w * x)` has no gradient"),
+''', "`tf.round(w * x$div)` has no gradient"),
         Mistake("rounding dropped", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
@@ -161,7 +161,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.round(z) - z)
+        pred = z + tf.stop_gradient(tf.round(z$div)$mul - z)
     loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "compute `loss` inside the `with"),
@@ -169,7 +169,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.floor(z + 0.5) - z)
+        pred = z + tf.stop_gradient(tf.floor(z$div + 0.5)$mul - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "a half to the even neighbour"),

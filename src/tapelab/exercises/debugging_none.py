@@ -310,42 +310,66 @@ two steps."""
             raise problem
 
 
+def _step_words(q: float) -> dict:
+    """How rounding to the nearest multiple of `q` reads in code (`tf.round(z / 0.5) * 0.5`: the fields `div` and
+    `mul` around the rounded value) and in the task; for q = 1, plain `tf.round(z)` and whole numbers."""
+    if q == 1:
+        return {"div": "", "mul": "", "what": "whole numbers", "pred": "round(w * x)", "rounded_z": "round(z)"}
+    return {"div": f" / {q:g}", "mul": f" * {q:g}", "what": f"multiples of {q:g}",
+            "pred": f"{q:g} * round(w * x / {q:g})", "rounded_z": f"{q:g} * round(z / {q:g})"}
+
+
 class StraightThrough(Exercise):
     number = "5.4"
     answer = "rounded_gradient"
-    # The second case puts w * x on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
+    # The rounding step q: predictions are multiples of q (1 in the notebook's text). A power of two, so that
+    # dividing by it is exact and a case's inputs, scaled by q, put w * x / q where q = 1 puts w * x.
+    space = Space(default={"q": 1}, draws={"q": lambda rng: float(rng.choice([0.25, 0.5, 2, 4]))},
+                  wording={**{name: (lambda v, name=name: _step_words(v["q"])[name])
+                              for name in ("div", "mul", "what", "pred", "rounded_z")},
+                           "ties": lambda v: ", ".join(f"{a * v['q']:g} → {b * v['q']:g}"
+                                                       for a, b in ((0.5, 0), (1.5, 2), (2.5, 2)))})
+    statement = """A model predicts ${what}: `pred = ${pred}`, rounded as `tf.round` rounds, a half to the even
+neighbour (${ties}), not always up. Write `rounded_gradient(w, x, y)` that returns d loss / d w for
+`loss = mean((pred - y)²)`, where the forward pass uses the rounded predictions and the backward pass treats
+rounding as the identity. You may use `tf.custom_gradient` (defined inside your function) or the one-line form
+above. `w` is a scalar variable, `x` and `y` 1-D constants."""
+    # The second case puts w * x / q on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
+    # check_case scales each case's x and y by q.
     visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)), (0.5, (1.0, 3.0, 5.0), (1.0, 1.0, 3.0)))
     praise = "the forward pass rounds, the backward pass lets the gradient through: a straight-through estimator."
     hints = (
         "`tf.round` and a cast to int have no gradient. You need a forward value that is rounded, "
         "and a backward pass that acts as if it were not.",
-        "`z + tf.stop_gradient(tf.round(z) - z)` equals `round(z)`, but its gradient is that of `z`.",
+        "`z + tf.stop_gradient(tf.round(z$div)$mul - z)` equals `$rounded_z`, but its gradient is that of `z`.",
     )
 
     def check_case(self, fn, case, facts):
         w0, xs, ys = case
-        x, y = np.array(xs), np.array(ys)
+        words, q = self.variant, self.variant["q"]
+        x, y = q * np.array(xs), q * np.array(ys)
         got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32),
                         tf.constant(y, tf.float32), shown=f"w=tf.Variable({w0})").value
-        rounded = np.round(np.float32(w0) * x.astype(np.float32)).astype(np.float64)  # as TF rounds
-        expected = 2 * np.mean((rounded - y) * x)
+        z = np.float32(w0) * x.astype(np.float32) / np.float32(q)  # as TF computes it: exact for a power of two
+        expected = 2 * np.mean((q * np.round(z).astype(np.float64) - y) * x)
+        round_z = f"tf.round(z{words['div']}){words['mul']}"
         if got is None:
             raise _none_feedback(fn, facts, "dl_dw", None, "w", _VALUES)
         blocked = [Alternative(
             "nothing through the rounding", 0.0, "stop-gradient",
             "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
-            "straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient(tf.round(z) - z)`"
+            f"straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient({round_z} - z)`"
             " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
         problem = wrong_value("dl_dw", expected, got, [Alternative(
-            "the weight rounded", 2 * np.mean((np.round(w0) * x - y) * x), "wrong-target",
-            "That is the straight-through gradient of a loss whose weight is rounded, `round(w) * x`; the task "
-            "rounds the prediction, `round(w * x)`."), Alternative(
+            "the weight rounded", 2 * np.mean((q * np.round(w0 / q) * x - y) * x), "wrong-target",
+            "That is the straight-through gradient of a loss whose weight is rounded, "
+            f"`{words['pred'].replace('w * x', 'w')} * x`; the task rounds the prediction, `{words['pred']}`."), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
-            "predictions, `round(w * x)`."), Alternative(
-            "halves rounded up", 2 * np.mean((np.floor(np.float32(w0) * x + 0.5) - y) * x), "round-half-up",
-            "That is the gradient with every half rounded up (`floor(z + 0.5)`); the task rounds as `tf.round` "
-            "does, a half to the even neighbour (0.5 to 0, 2.5 to 2). Use `tf.round(z)`."), *blocked],
+            f"predictions, `{words['pred']}`."), Alternative(
+            "halves rounded up", 2 * np.mean((q * np.floor(z + 0.5) - y) * x), "round-half-up",
+            f"That is the gradient with every half rounded up (`floor(z{words['div']} + 0.5){words['mul']}`); the task "
+            f"rounds as `tf.round` does, a half to the even neighbour ({words['ties']}). Use `{round_z}`."), *blocked],
             otherwise="Is the loss the mean squared error of the rounded predictions?")
         if problem:
             raise problem
