@@ -5,27 +5,27 @@ MISTAKES = {
     "ex5_1_answer": [
         Fresh("NumPy taken for a non-differentiable op", '''
 def classify(snippet):
-    return {"A": "not-watched", "B": "non-differentiable", "C": "non-differentiable",
-            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "Snippet C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
+    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "non-differentiable",
+            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "Snippet $at_C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
      "`np.square` leave TensorFlow, so the tape records nothing; its code is `numpy-in-path`."),
         Fresh("the variable-state path taken for an unconnected loss", '''
 def classify(snippet):
-    return {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-            "D": "not-connected", "E": "not-trainable", "F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "In snippet D the loss is computed from `w`, but by way of `counter.assign_add`, "
+    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
+            "$at_D": "not-connected", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "In snippet $at_D the loss is computed from `w`, but by way of `counter.assign_add`, "
      "which stores a value and has no gradient: that is `state-change`, not `not-connected`."),
         Fresh("the codes of E and F swapped", '''
 def classify(snippet):
     codes = ["not-watched", "non-differentiable", "numpy-in-path", "state-change", "outside-tape",
              "not-trainable"]
-    return codes["ABCDEF".index(snippet)]
-''', "wrong-cause-id", "Your list has the last two codes in the wrong order: E is the variable made with "
-     "`trainable=False` (`not-trainable`) and F computes `pred` before the tape (`outside-tape`)."),
+    return codes["$at_A$at_B$at_C$at_D$at_E$at_F".index(snippet)]
+''', "wrong-cause-id", "Your list has the last two codes in the wrong order: $at_E is the variable made with "
+     "`trainable=False` (`not-trainable`) and $at_F computes `pred` before the tape (`outside-tape`)."),
         Fresh("the cause's title returned instead of its code", '''
 def classify(snippet):
-    code = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
+    code = {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
+            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
     return CAUSES[code]
 ''', "unknown-cause-id", "You picked the right causes, but `CAUSES[code]` is the title; the exercise asks "
      "for the code itself, the key: return `code`."),

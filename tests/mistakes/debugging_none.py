@@ -7,8 +7,11 @@ _RIGHT = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
 
 
 def _classify(**wrong):
+    """A table with the codes of the snippets named by their notebook letter in `wrong` replaced; each key is the
+    `$at_X` field of its snippet, so that the table applies to any variant's letters."""
     table = {**_RIGHT, **wrong}
-    return f"def classify(snippet):\n    return {table!r}[snippet]\n"
+    pairs = ", ".join(f"'$at_{snippet}': {code!r}" for snippet, code in table.items())
+    return f"def classify(snippet):\n    return {{{pairs}}}[snippet]\n"
 
 
 MISTAKES = {
