@@ -3,12 +3,9 @@ compile settings through both, then the history and the weights compared, and a 
 from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
 from __future__ import annotations
 
-import re
-from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Iterator
 
 import keras
 import numpy as np
@@ -19,11 +16,14 @@ import tensorflow as tf
 from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.quiet import Quiet
 
-__all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example", "dtype_policy", "combined_dtypes", "float16_mismatch"]
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "worked_example"]
 
 EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
+# The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
+OWN_LOSSES = {"mse": ("squared", "tf.square"), "mae": ("absolute", "tf.abs")}
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:
@@ -66,12 +66,14 @@ class FitCase:
         return tf.data.Dataset.from_tensor_slices(parts).batch(self.batch_size)
 
     def loss_object(self) -> keras.losses.Loss:
-        """The compiled loss; the names past the first two are the wrong losses a feedback alternative fits with."""
-        return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber(),
-                "summed mse": keras.losses.MeanSquaredError(reduction="sum"),
-                "mae": keras.losses.MeanAbsoluteError(),
-                "half mse": lambda y, p: 0.5 * keras.losses.MeanSquaredError()(y, p),
-                "double mse": lambda y, p: 2.0 * keras.losses.MeanSquaredError()(y, p)}[self.loss]
+        """The compiled loss; a name with a word before it ("summed mse", "half mae") is a wrong loss a feedback
+        alternative fits with."""
+        word, _, name = self.loss.rpartition(" ")
+        kind = {"mse": keras.losses.MeanSquaredError, "huber": keras.losses.Huber,
+                "mae": keras.losses.MeanAbsoluteError}[name]
+        loss = kind(reduction="sum") if word == "summed" else kind()
+        factor = {"half": 0.5, "double": 2.0}.get(word)
+        return loss if factor is None else (lambda y, p: factor * loss(y, p))
 
     def shown(self) -> str:
         return f"n_features={self.features}"
@@ -101,53 +103,6 @@ class FitCase:
     def last_rows(self) -> int:
         """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
         return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
-
-
-# A TensorFlow op given two float dtypes: eagerly ("expected to be a float tensor but is a half tensor"), in a
-# graph ("has type float16 that does not match type float32"), and from `/` ("got tf.float32 != tf.float16").
-_COMBINED = (re.compile(r"expected to be a (\w+) tensor but is a (\w+) tensor"),
-             re.compile(r"has type (\w+) that does not match type (\w+)"),
-             re.compile(r"must have the same dtype, got tf\.(\w+) != tf\.(\w+)"))
-_DTYPE_NAMES = {"half": "float16", "float": "float32", "double": "float64"}
-
-
-def combined_dtypes(text: str) -> frozenset[str]:
-    """The two dtypes (`float16`, `float32`, `float64`...) that an op refused to combine, if `text` holds
-    TensorFlow's error for that; empty otherwise."""
-    for pattern in _COMBINED:
-        found = pattern.search(text)
-        if found:
-            return frozenset(_DTYPE_NAMES.get(name, name) for name in found.groups())
-    return frozenset()
-
-
-def float16_mismatch(problem: Incorrect) -> Incorrect | None:
-    """Under `mixed_float16`, where inputs and targets are float32 and only the layers' outputs are float16:
-    the feedback for an op that combined float16 with float32, else None."""
-    if problem.cause not in (None, "dtype-clash") or combined_dtypes(str(problem)) != {"float16", "float32"}:
-        return None
-    # the general dtype explanation (tapelab.checker.tf_errors) gives way to the one that says where float16 came from
-    return Incorrect(f"{problem.observed or problem} Under `mixed_float16` the layers compute in float16, so `y_pred` is float16 "
-                     "while `y` stays float32. Cast before you combine them: `tf.cast(y_pred, y.dtype)`.",
-                     cause="float16-mismatch")
-
-
-@contextmanager
-def dtype_policy(name: str) -> Iterator[None]:
-    """Build and train under the Keras dtype policy `name`, then restore the previous global policy, also
-    when the student's code fails. Under `mixed_float16`, feedback for an op that combined float16 with
-    float32 says where the float16 came from (`float16_mismatch`)."""
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(name)
-    try:
-        yield
-    except Incorrect as problem:
-        mismatch = float16_mismatch(problem) if name == "mixed_float16" else None
-        if mismatch:
-            raise mismatch from None
-        raise
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
 
 
 class UnscaledStep(keras.Model):
@@ -304,7 +259,8 @@ class FitMatch(Exercise):
                     return _baseline(initial, replace(case, loss=loss))[1]
             return fitted
 
-        summed = Alternative("summed over the batch", weights_with("summed mse"), "sum-not-mean",
+        summed = Alternative("summed over the batch", weights_with(
+            f"summed {case.loss if case.loss in OWN_LOSSES else 'mse'}"), "sum-not-mean",
                              "Those are the weights of a step whose loss is summed over the batch: the tape "
                              "differentiates the sum of a per-example loss. Did you average over the batch, "
                              "`tf.reduce_mean(...)`, before taking the gradient?")
@@ -322,17 +278,20 @@ class FitMatch(Exercise):
                                     f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "
                                     "`self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
                                     "given to `compile`.")] if self.compile_loss else [])
-        if case.loss == "mse":  # a factor on the loss, or another standard loss, fitted the same way
-            alternatives += [Alternative(f"{factor} the mean squared error", weights_with(f"{word} mse"),
+        if case.loss in OWN_LOSSES:  # a factor on the loss, or the other loss, fitted the same way
+            error, other = OWN_LOSSES[case.loss][0], next(k for k in OWN_LOSSES if k != case.loss)
+            other_error = OWN_LOSSES[other][0]
+            alternatives += [Alternative(f"{factor} the mean {error} error", weights_with(f"{word} {case.loss}"),
                                          "constant-factor",
-                                         f"Those are the weights of a step whose loss is {factor} the mean squared "
+                                         f"Those are the weights of a step whose loss is {factor} the mean {error} "
                                          "error: a constant factor on the loss scales every gradient (with SGD, it "
                                          "acts as another learning rate). Drop the factor.")
                              for word, factor in (("half", "half"), ("double", "twice"))]
-            alternatives += [Alternative("mean absolute error", weights_with("mae"), "wrong-target",
-                                         "Those are the weights of a step that minimises the mean absolute error, "
-                                         "not the mean squared error: the step differentiates another loss. Use "
-                                         "the squared error, `tf.reduce_mean(tf.square(y - y_pred))`.")]
+            alternatives += [Alternative(f"mean {other_error} error", weights_with(other), "wrong-target",
+                                         f"Those are the weights of a step that minimises the mean {other_error} "
+                                         f"error, not the mean {error} error: the step differentiates another loss. "
+                                         f"Use the {error} error, `tf.reduce_mean({OWN_LOSSES[case.loss][1]}"
+                                         "(y - y_pred))`.")]
         says, code = because(expected_weights, got_weights, alternatives,
                              "Is your step computing the gradient of the mean loss over the batch, and applying "
                              "`self.optimizer.apply(grads, self.trainable_variables)` once?", 1e-4, 1e-4)
