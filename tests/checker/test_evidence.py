@@ -174,5 +174,5 @@ def test_each_value_returned_is_told_from_the_code_that_keeps_it(body, cause, sa
 
     facts = CodeFacts.of(_function(_RUNNING.format(body=body), body))
     with pytest.raises(Incorrect) as raised:
-        RunningMean._compare([2.0, 4.0, 9.0], [2.0, 4.0, 9.0], _rebound_variables(facts))
+        RunningMean()._compare([2.0, 4.0, 9.0], [2.0, 4.0, 9.0], _rebound_variables(facts))
     assert raised.value.cause == cause and says in str(raised.value)

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from tapelab.causes import cause
 from tapelab.diagnose import CAUSES, Entry, blocking_call, diagnose
-from tapelab.exercises.cause_naming import _SNIPPETS
+from tapelab.exercises.name_the_cause import _SNIPPETS
 
 
 def test_each_diagnosed_cause_is_the_catalogues_code_and_title():
@@ -77,5 +77,5 @@ def _snippet_reports() -> dict[str, str | None]:
 
 def test_diagnose_names_each_exercise_snippet_by_the_code_the_exercise_expects():
     """Run on Exercise 5.1's snippets, does diagnose give each the very code 5.1 asks the student for?"""
-    expected = {letter: right for letter, (right, _, _) in _SNIPPETS.items() if letter not in "BHI"}
+    expected = {letter: right for letter, (_, right, _, _) in _SNIPPETS.items() if letter not in "BHI"}
     assert _snippet_reports() == expected

@@ -10,8 +10,8 @@ import keras
 import numpy as np
 import pytest
 
+from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline
-from tapelab.exercises.precision import dtype_policy
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
 from tapelab.grading.hidden import split
 

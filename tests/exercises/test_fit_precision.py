@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from answers import mistakes
 from mutation.inprocess import exercises, grade
-from tapelab.exercises.precision import combined_dtypes, float16_mismatch
+from tapelab.exercises.dtype_policies import combined_dtypes, float16_mismatch
 from tapelab.checker.messages import Incorrect
 
 NOTEBOOK = "06_fit_vs_custom"

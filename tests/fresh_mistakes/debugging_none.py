@@ -5,27 +5,27 @@ MISTAKES = {
     "ex5_1_answer": [
         Fresh("NumPy taken for a non-differentiable op", '''
 def classify(snippet):
-    return {"A": "not-watched", "B": "non-differentiable", "C": "non-differentiable",
-            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "Snippet C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
+    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "non-differentiable",
+            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "Snippet $at_C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
      "`np.square` leave TensorFlow, so the tape records nothing; its code is `numpy-in-path`."),
         Fresh("the variable-state path taken for an unconnected loss", '''
 def classify(snippet):
-    return {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-            "D": "not-connected", "E": "not-trainable", "F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "In snippet D the loss is computed from `w`, but by way of `counter.assign_add`, "
+    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
+            "$at_D": "not-connected", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
+''', "wrong-cause-id", "In snippet $at_D the loss is computed from `w`, but by way of `counter.assign_add`, "
      "which stores a value and has no gradient: that is `state-change`, not `not-connected`."),
         Fresh("the codes of E and F swapped", '''
 def classify(snippet):
     codes = ["not-watched", "non-differentiable", "numpy-in-path", "state-change", "outside-tape",
              "not-trainable"]
-    return codes["ABCDEF".index(snippet)]
-''', "wrong-cause-id", "Your list has the last two codes in the wrong order: E is the variable made with "
-     "`trainable=False` (`not-trainable`) and F computes `pred` before the tape (`outside-tape`)."),
+    return codes["$at_A$at_B$at_C$at_D$at_E$at_F".index(snippet)]
+''', "wrong-cause-id", "Your list has the last two codes in the wrong order: $at_E is the variable made with "
+     "`trainable=False` (`not-trainable`) and $at_F computes `pred` before the tape (`outside-tape`)."),
         Fresh("the cause's title returned instead of its code", '''
 def classify(snippet):
-    code = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-            "D": "state-change", "E": "not-trainable", "F": "outside-tape"}[snippet]
+    code = {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
+            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
     return CAUSES[code]
 ''', "unknown-cause-id", "You picked the right causes, but `CAUSES[code]` is the title; the exercise asks "
      "for the code itself, the key: return `code`."),
@@ -35,14 +35,14 @@ def classify(snippet):
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x * w + b
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "elementwise-not-matmul", "The linear model is `x @ w`: `x * w` multiplies elementwise, which fails "
      "(or broadcasts) for a `(n, d)` input and a `(d, 1)` weight."),
         Fresh("gradients returned in the order [b, w]", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((x @ w + b - y) ** 2)
+        loss = tf.reduce_mean($err_full ** $p)
     dl_db, dl_dw = tape.gradient(loss, [b, w])
     return [dl_db, dl_dw]
 ''', "swapped-results", "The gradients are right but in the wrong order: the exercise asks for "
@@ -51,24 +51,24 @@ def fixed_gradients(w, b, x, y):
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = 0.5 * tf.reduce_mean((pred - y) ** 2)
+        loss = 0.5 * tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
-''', "constant-factor", "The loss asked for is `mean((x @ w + b - y)**2)`; your `0.5 *` halves both "
+''', "constant-factor", "The loss asked for is `mean($err_full**$p)`; your `0.5 *` halves both "
      "gradients. Drop the factor."),
         Fresh("np.square in the loss", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = tf.reduce_mean(np.square(pred - y))
+        loss = tf.reduce_mean($np_err)
     return tape.gradient(loss, [w, b])
-''', "numpy-in-path", "`np.square` returns a NumPy array, which the tape does not record, so both "
+''', "numpy-in-path", "`$np_fn` returns a NumPy array, which the tape does not record, so both "
      "gradients are `None`; use `tf.square` or `** 2`."),
     ],
     "ex5_3_answer": [
         Fresh("one gradient, applied twice", '''
 def two_steps(w, x, y, lr):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((w * x - y) ** 2)
+        loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
     grad = tape.gradient(loss, w)
     grads = []
     for _ in range(2):
@@ -83,7 +83,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         optimizer.apply_gradients([grad], [w])
@@ -95,7 +95,7 @@ def two_steps(w, x, y, lr):
     grads = []
     with tf.GradientTape() as tape:
         for _ in range(2):
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
             grad = tape.gradient(loss, w)
             grads.append(grad)
             w.assign_sub(lr * grad)
@@ -107,7 +107,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w = tf.Variable(w - lr * grad)
@@ -121,16 +121,16 @@ def two_steps(w, x, y, lr):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.round(z)) - z
+        pred = z + tf.stop_gradient(tf.round(z$div)$mul) - z
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z))` alone, the `+ z` and `- z` "
+''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z$div)$mul)` alone, the `+ z` and `- z` "
      "cancel in the backward pass too, so the gradient is 0; the `- z` belongs inside the stop: "
-     "`z + tf.stop_gradient(tf.round(z) - z)`."),
+     "`z + tf.stop_gradient(tf.round(z$div)$mul - z)`."),
         Fresh("the weight rounded instead of the prediction", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        w_int = w + tf.stop_gradient(tf.round(w) - w)
+        w_int = w + tf.stop_gradient(tf.round(w$div)$mul - w)
         pred = w_int * x
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
@@ -140,7 +140,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.cast(tf.round(z), tf.int32) - z)
+        pred = z + tf.stop_gradient(tf.cast(tf.round(z$div)$mul, tf.int32) - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "dtype-clash", "`tf.cast(..., tf.int32) - z` subtracts a float32 tensor from an int32 one, which "
@@ -149,11 +149,11 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = tf.round(z) - z + tf.stop_gradient(z)
+        pred = tf.round(z$div)$mul - z + tf.stop_gradient(z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "sign-flipped", "The forward value is right, but the only path the gradient takes is `- z`, so "
-     "your gradient has the opposite sign; write `z + tf.stop_gradient(tf.round(z) - z)`."),
+     "your gradient has the opposite sign; write `z + tf.stop_gradient(tf.round(z$div)$mul - z)`."),
     ],
     "ex5_5_answer": [
         Fresh("pairs given to optimizer.apply", '''

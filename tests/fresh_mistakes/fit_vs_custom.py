@@ -113,7 +113,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = 0.5 * tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
+                loss = 0.5 * tf.reduce_mean(${fn}(y - tf.cast(y_pred, y.dtype)))
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -124,7 +124,7 @@ def make_tracked_model(n_features=1):
     outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
     return TrackedModel(inputs, outputs)
 ''', "constant-factor", "The `0.5 *` in your loss halves both the reported loss and every gradient; Keras's "
-            "`\"mse\"` is the plain mean of the squared errors."),
+            "`\"$loss\"` is the plain mean of the $error errors."),
         Fresh("the mean absolute error copied from MAEModel", '''
 def make_tracked_model(n_features=1):
     class TrackedModel(keras.Model):
@@ -140,7 +140,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.abs(y - tf.cast(y_pred, y.dtype)))
+                loss = tf.reduce_mean(${other_fn}(y - tf.cast(y_pred, y.dtype)))
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -150,8 +150,8 @@ def make_tracked_model(n_features=1):
     inputs = keras.Input((n_features,))
     outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
     return TrackedModel(inputs, outputs)
-''', "wrong-target", "Your loss is `tf.reduce_mean(tf.abs(...))`, the mean absolute error of MAEModel; the "
-            "exercise asks for the mean squared error, `tf.reduce_mean(tf.square(...))`."),
+''', "wrong-target", "Your loss is `tf.reduce_mean(${other_fn}(...))`, the mean ${other_error} error of MAEModel; the "
+            "exercise asks for the mean ${error} error, `tf.reduce_mean(${fn}(...))`."),
         Fresh("self.compute_loss with no compiled loss", '''
 def make_tracked_model(n_features=1):
     class TrackedModel(keras.Model):
@@ -178,7 +178,7 @@ def make_tracked_model(n_features=1):
     outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
     return TrackedModel(inputs, outputs)
 ''', "keras2-compiled-loss", "The model is compiled with an optimizer only, so `self.compute_loss` has no loss "
-            "to compute and raises; write the mean squared error yourself in the step."),
+            "to compute and raises; write the mean ${error} error yourself in the step."),
         Fresh("the loss multiplied by the batch size for the tracker", '''
 def make_tracked_model(n_features=1):
     class TrackedModel(keras.Model):
@@ -194,7 +194,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
+                loss = tf.reduce_mean(${fn}(y - tf.cast(y_pred, y.dtype)))
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -246,7 +246,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape(persistent=True) as tape:
         y_pred = tf.cast(model(x, training=True), y.dtype)
-        loss = tf.reduce_mean(tf.square(y - y_pred), axis=0)
+        loss = tf.reduce_mean(${open}y - y_pred${close}, axis=0)
         scaled_a, scaled_b = opt_a.scale_loss(loss), opt_b.scale_loss(loss)
     opt_a.apply(tape.gradient(scaled_a, first), first)
     opt_b.apply(tape.gradient(scaled_b, others), others)
@@ -259,7 +259,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape(persistent=True) as tape:
         y_pred = tf.cast(model(x, training=True), y.dtype)
-        loss = tf.reduce_mean(tf.square(y - y_pred))
+        loss = tf.reduce_mean(${open}y - y_pred${close})
         loss_a, loss_b = opt_a.scale_loss(loss), opt_b.scale_loss(loss)
     opt_a.apply(tape.gradient(loss_a, first), first)
     opt_b.apply(tape.gradient(loss_b, others), others)
@@ -272,7 +272,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape(persistent=True) as tape:
         y_pred = tf.cast(model(x, training=True), y.dtype)
-        loss = tf.reduce_mean(tf.square(y - y_pred))
+        loss = tf.reduce_mean(${open}y - y_pred${close})
     grads_a = tape.gradient(opt_a.scale_loss(loss), first)
     grads_b = tape.gradient(opt_b.scale_loss(loss), others)
     opt_a.apply(grads_a, first)
@@ -287,7 +287,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape(persistent=True) as tape:
         y_pred = tf.cast(model(x, training=True), y.dtype)
-        loss = tf.reduce_mean(tf.square(y - y_pred))
+        loss = tf.reduce_mean(${open}y - y_pred${close})
         scaled_a, scaled_b = opt_a.scale_loss(loss), opt_b.scale_loss(loss)
     grads_a = tape.gradient(scaled_a, first)
     grads_b = tape.gradient(scaled_b, others)

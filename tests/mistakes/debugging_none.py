@@ -7,8 +7,11 @@ _RIGHT = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
 
 
 def _classify(**wrong):
+    """A table with the codes of the snippets named by their notebook letter in `wrong` replaced; each key is the
+    `$at_X` field of its snippet, so that the table applies to any variant's letters."""
     table = {**_RIGHT, **wrong}
-    return f"def classify(snippet):\n    return {table!r}[snippet]\n"
+    pairs = ", ".join(f"'$at_{snippet}': {code!r}" for snippet, code in table.items())
+    return f"def classify(snippet):\n    return {{{pairs}}}[snippet]\n"
 
 
 MISTAKES = {
@@ -32,35 +35,35 @@ MISTAKES = {
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + tf.stop_gradient(b)
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`tf.stop_gradient` blocks gradients"),
         Mistake("prediction before the tape", '''
 def fixed_gradients(w, b, x, y):
     pred = x @ w + b
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`pred` is computed from"),
         Mistake("stop_gradient left in", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = tf.stop_gradient(x @ w) + b
-        loss = tf.reduce_mean((pred - y) ** 2)
+        loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`tf.stop_gradient` blocks gradients"),
         Mistake("loss still computed outside the tape", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-    loss = tf.reduce_mean((pred - y) ** 2)
+    loss = tf.reduce_mean($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "compute `loss` inside the `with"),
         Mistake("sum instead of mean", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x @ w + b
-        loss = tf.reduce_sum((pred - y) ** 2)
+        loss = tf.reduce_sum($err ** $p)
     return tape.gradient(loss, [w, b])
 ''', "4 times the right ones"),
     ],
@@ -69,7 +72,7 @@ def fixed_gradients(w, b, x, y):
 def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
-        loss = tf.reduce_mean((w * x - y) ** 2)
+        loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         with tf.GradientTape() as tape:
             tape.watch(w)
         grad = tape.gradient(loss, w)
@@ -82,7 +85,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * y - x) ** 2)
+            loss = tf.reduce_mean((w * y$plus_c - x) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w.assign_sub(lr * grad)
@@ -93,7 +96,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w = w - lr * grad
@@ -104,7 +107,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grads.append(tape.gradient(loss, w))
     return grads
 ''', "did not change between the steps"),
@@ -113,7 +116,7 @@ def two_steps(w, x, y, lr):
     grads = []
     for _ in range(2):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((w * x - y) ** 2)
+            loss = tf.reduce_mean((w * x$plus_c - y) ** 2)
         grad = tape.gradient(loss, w)
         grads.append(grad)
         w.assign_add(lr * grad)
@@ -124,7 +127,7 @@ def two_steps(w, x, y, lr):
         Mistake("stop_gradient around the whole rounding", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(tf.round(w * x))
+        pred = tf.stop_gradient(tf.round(w * x$div)$mul)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "`tf.stop_gradient` blocks gradients"),
@@ -132,24 +135,24 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = np.round(z)
+        pred = np.round(z$div)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "leaves TensorFlow"),
         Mistake("cast to int", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.cast(tf.cast(w * x, tf.int32), tf.float32)
+        pred = tf.cast(tf.cast(w * x$div, tf.int32), tf.float32)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "tf.cast(w * x, tf.int32)"),
+''', "tf.cast(w * x$div, tf.int32)"),
         Mistake("plain tf.round", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.round(w * x)
+        pred = tf.round(w * x$div)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "`tf.round(w * x)` has no gradient"),
+''', "`tf.round(w * x$div)` has no gradient"),
         Mistake("rounding dropped", '''
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
@@ -161,7 +164,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.round(z) - z)
+        pred = z + tf.stop_gradient(tf.round(z$div)$mul - z)
     loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "compute `loss` inside the `with"),
@@ -169,7 +172,7 @@ def rounded_gradient(w, x, y):
 def rounded_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
-        pred = z + tf.stop_gradient(tf.floor(z + 0.5) - z)
+        pred = z + tf.stop_gradient(tf.floor(z$div + 0.5)$mul - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "a half to the even neighbour"),

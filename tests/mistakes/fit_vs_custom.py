@@ -5,8 +5,10 @@ from answers import Mistake
 
 
 def _reference_edited(number: str, *edits: tuple[str, str]) -> str:
-    """Exercise `number`'s reference answer with each (old, new) edit made everywhere (each must apply)."""
-    code = tapelab_answers.answer(number).solution
+    """Exercise `number`'s reference answer with each (old, new) edit made everywhere (each must apply): its
+    template, for an exercise in variants, so that the mistake applies to any variant."""
+    found = tapelab_answers.answer(number)
+    code = found.template or found.solution
     for old, new in edits:
         assert old in code, (number, old)
         code = code.replace(old, new)
@@ -146,7 +148,7 @@ def make_custom_model(n_features=1):
         Mistake("one optimizer used for both layers", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     opt_a.apply(grads[:2], variables[:2])
@@ -156,7 +158,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("optimizers swapped", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     opt_b.apply(grads[:2], variables[:2])
@@ -166,7 +168,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("every variable given to opt_a", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     grads = tape.gradient(loss, model.trainable_variables)
     opt_a.apply(grads, model.trainable_variables)
     return loss
@@ -175,7 +177,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     first = model.layers[0].trainable_variables
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     grads = tape.gradient(loss, first)
     opt_a.apply(grads, first)
     return loss
@@ -183,7 +185,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("model called without training=True", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x)))
+        loss = tf.reduce_mean(${open}y - model(x)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     n = len(model.layers[0].trainable_variables)
@@ -194,7 +196,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("variables split at a fixed index", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     opt_a.apply(grads[:2], variables[:2])
@@ -204,7 +206,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("nothing returned", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     n = len(model.layers[0].trainable_variables)
@@ -214,7 +216,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("split counted on the second layer", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     n = len(model.layers[1].trainable_variables)
@@ -225,7 +227,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
         Mistake("apply_gradients given two lists", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     variables = model.trainable_variables
     grads = tape.gradient(loss, variables)
     n = len(model.layers[0].trainable_variables)
@@ -294,7 +296,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
+                loss = tf.reduce_mean(${fn}(y - y_pred))
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             self.loss_tracker.update_state(y_pred)
@@ -311,7 +313,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_sum(tf.square(y - y_pred))
+                loss = tf.reduce_sum(${fn}(y - y_pred))
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             self.loss_tracker.update_state(loss)
@@ -332,7 +334,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
+                loss = tf.reduce_mean(${fn}(y - y_pred))
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             self.loss_tracker.update_state(loss)
@@ -347,7 +349,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
+                loss = tf.reduce_mean(${fn}(y - y_pred))
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             loss_tracker.update_state(loss)
@@ -368,7 +370,7 @@ def make_tracked_model(n_features=1):
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = keras.losses.mean_squared_error(y, y_pred)
+                loss = keras.losses.mean_${error}_error(y, y_pred)
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             self.loss_tracker.update_state(loss)
@@ -405,7 +407,7 @@ _STEP_62 = _TRACKED_INIT + '''
             x, y = data
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - {prediction}))
+                loss = tf.reduce_mean(${{fn}}(y - {prediction}))
             grads = tape.gradient({target}, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
             self.loss_tracker.update_state({update})
@@ -451,7 +453,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     first = model.layers[0].trainable_variables
     others = model.layers[1].trainable_variables
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        loss = tf.reduce_mean(${open}y - model(x, training=True)${close})
     grads_first, grads_others = tape.gradient(loss, [first, others])
     opt_a.apply(grads_first, first)
     opt_b.apply(grads_others, others)
@@ -508,7 +510,7 @@ def two_optimizer_step(model, opt_a, opt_b, x, y):
     others = [v for layer in model.layers[1:] for v in layer.trainable_variables]
     with tf.GradientTape({persistent}) as tape:
         y_pred = model(x, training=True)
-        loss = tf.reduce_mean(tf.square({difference}))
+        loss = tf.reduce_mean(${{open}}{difference}${{close}})
 {scaled}
 {apply}
     return loss

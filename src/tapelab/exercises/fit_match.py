@@ -17,12 +17,14 @@ import tensorflow as tf
 from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
-from tapelab.exercises.precision import dtype_policy
+from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.quiet import Quiet
 
-__all__ = ["EPOCHS", "FitCase", "FitMatch", "worked_example"]
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "worked_example"]
 
 EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
+# The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
+OWN_LOSSES = {"mse": ("squared", "tf.square"), "mae": ("absolute", "tf.abs")}
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:
@@ -65,12 +67,14 @@ class FitCase:
         return tf.data.Dataset.from_tensor_slices(parts).batch(self.batch_size)
 
     def loss_object(self) -> keras.losses.Loss:
-        """The compiled loss; the names past the first two are the wrong losses a feedback alternative fits with."""
-        return {"mse": keras.losses.MeanSquaredError(), "huber": keras.losses.Huber(),
-                "summed mse": keras.losses.MeanSquaredError(reduction="sum"),
-                "mae": keras.losses.MeanAbsoluteError(),
-                "half mse": lambda y, p: 0.5 * keras.losses.MeanSquaredError()(y, p),
-                "double mse": lambda y, p: 2.0 * keras.losses.MeanSquaredError()(y, p)}[self.loss]
+        """The compiled loss; a name with a word before it ("summed mse", "half mae") is a wrong loss a feedback
+        alternative fits with."""
+        word, _, name = self.loss.rpartition(" ")
+        kind = {"mse": keras.losses.MeanSquaredError, "huber": keras.losses.Huber,
+                "mae": keras.losses.MeanAbsoluteError}[name]
+        loss = kind(reduction="sum") if word == "summed" else kind()
+        factor = {"half": 0.5, "double": 2.0}.get(word)
+        return loss if factor is None else (lambda y, p: factor * loss(y, p))
 
     def shown(self) -> str:
         return f"n_features={self.features}"
@@ -266,7 +270,8 @@ class FitMatch(Exercise):
                     return _baseline(initial, replace(case, loss=loss))[1]
             return fitted
 
-        summed = Alternative("summed over the batch", weights_with("summed mse"), "sum-not-mean",
+        summed = Alternative("summed over the batch", weights_with(
+            f"summed {case.loss if case.loss in OWN_LOSSES else 'mse'}"), "sum-not-mean",
                              "Those are the weights of a step whose loss is summed over the batch: the tape "
                              "differentiates the sum of a per-example loss. Did you average over the batch, "
                              "`tf.reduce_mean(...)`, before taking the gradient?")
@@ -284,17 +289,20 @@ class FitMatch(Exercise):
                                     f"the compiled {case.loss!r} loss. Did you hard-code a loss? Call "
                                     "`self.compute_loss(x=x, y=y, y_pred=y_pred)` so the step uses the loss "
                                     "given to `compile`.")] if self.compile_loss else [])
-        if case.loss == "mse":  # a factor on the loss, or another standard loss, fitted the same way
-            alternatives += [Alternative(f"{factor} the mean squared error", weights_with(f"{word} mse"),
+        if case.loss in OWN_LOSSES:  # a factor on the loss, or the other loss, fitted the same way
+            error, other = OWN_LOSSES[case.loss][0], next(k for k in OWN_LOSSES if k != case.loss)
+            other_error = OWN_LOSSES[other][0]
+            alternatives += [Alternative(f"{factor} the mean {error} error", weights_with(f"{word} {case.loss}"),
                                          "constant-factor",
-                                         f"Those are the weights of a step whose loss is {factor} the mean squared "
+                                         f"Those are the weights of a step whose loss is {factor} the mean {error} "
                                          "error: a constant factor on the loss scales every gradient (with SGD, it "
                                          "acts as another learning rate). Drop the factor.")
                              for word, factor in (("half", "half"), ("double", "twice"))]
-            alternatives += [Alternative("mean absolute error", weights_with("mae"), "wrong-target",
-                                         "Those are the weights of a step that minimises the mean absolute error, "
-                                         "not the mean squared error: the step differentiates another loss. Use "
-                                         "the squared error, `tf.reduce_mean(tf.square(y - y_pred))`.")]
+            alternatives += [Alternative(f"mean {other_error} error", weights_with(other), "wrong-target",
+                                         f"Those are the weights of a step that minimises the mean {other_error} "
+                                         f"error, not the mean {error} error: the step differentiates another loss. "
+                                         f"Use the {error} error, `tf.reduce_mean({OWN_LOSSES[case.loss][1]}"
+                                         "(y - y_pred))`.")]
         says, code = because(expected_weights, got_weights, alternatives,
                              "Is your step computing the gradient of the mean loss over the batch, and applying "
                              "`self.optimizer.apply(grads, self.trainable_variables)` once?", 1e-4, 1e-4)

@@ -10,40 +10,40 @@ import tensorflow as tf
 from tapelab.checker.wrong_answers import Alternative, matching_alternative, wrong_value
 from tapelab.checker.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
 from tapelab.checker.exercise import Exercise
-from tapelab.exercises.fit_match import FitCase, FitMatch, worked_example
-from tapelab.exercises.precision import combined_dtypes, dtype_policy
+from tapelab.exercises.dtype_policies import combined_dtypes, dtype_policy
+from tapelab.exercises.fit_match import worked_example
+from tapelab.exercises.fit_steps import CustomTrainStep, FixKeras2Step
 from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
 from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.variants import Space
 
 __all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "worked_example"]
 
 
-class CustomTrainStep(FitMatch):
-    number = "6.1"
-    answer = "make_custom_model"
-    # Several batches per epoch, a second metric and a loss other than MSE, on data of their own; a last
-    # batch smaller than the others (fit weights batch losses by rows); a mixed_float16 policy (loss scaling);
-    # a weight per row (fit hands train_step (x, y, sample_weight)), last so that other mistakes show first.
-    visible_cases = (FitCase(), FitCase(8, 2, 4, "huber", ("mae",), 60), FitCase(5, 2, 2, "mse", ("mae",), 66),
-                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"), FitCase(6, 2, 4, "mse", ("mae",), 68,
-                                                                              weighted=True))
-    praise = "your `train_step` reproduces `fit` number for number."
-    hints = (
-        "Define `class CustomModel(keras.Model):` inside the function, build it from `keras.Input` and a "
-        "`Dense(1, kernel_initializer=\"zeros\")`, and return the instance.",
-        "In `train_step`: `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`; under a tape "
-        "compute `y_pred = self(x, training=True)`, "
-        "`loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)` and "
-        "`scaled_loss = self.optimizer.scale_loss(loss)` "
-        "(a no-op unless mixed precision wrapped the optimizer); differentiate `scaled_loss`, then "
-        "`self.optimizer.apply(grads, self.trainable_variables)`.",
-    )
+_POWER_WORDS = {1: "absolute", 2: "squared", 3: "cubed absolute", 4: "fourth-power absolute"}
+
+
+def _power_words(p: int) -> dict:
+    """How the loss mean(|error|^p) reads: `open` and `close` around the error in code (`tf.square(` and `)` for
+    p = 2, else `tf.abs(` and `) ** p`), and its name."""
+    close = ")" if p in (1, 2) else f") ** {p}"
+    return {"open": "tf.square(" if p == 2 else "tf.abs(", "close": close,
+            "loss_name": f"the mean {_POWER_WORDS[p]} error"}
 
 
 class TwoOptimizers(Exercise):
     number = "6.4"
     answer = "two_optimizer_step"
+    # The loss, the mean of |y - y_pred| to the power p (2, the mean squared error, in the notebook's text): each
+    # optimizer's step follows its gradient.
+    space = Space(default={"p": 2}, draws={"p": lambda rng: int(rng.choice([1, 3, 4]))},
+                  wording={name: (lambda v, name=name: _power_words(v["p"])[name])
+                           for name in ("open", "close", "loss_name")})
+    statement = """Write `two_optimizer_step(model, opt_a, opt_b, x, y)` for a `Sequential` model of two `Dense` layers: in one
+tape compute ${loss_name}
+`tf.reduce_mean(${open}y - tf.cast(model(x, training=True), y.dtype)${close})`, then update the first layer's
+variables with `opt_a` and all the other trainable variables with `opt_b`. Return the loss."""
     # Two optimizers of different kinds over two steps, a first layer without bias and a
     # BatchNormalization between the layers, each on inputs of its own; then mixed_float16, where each
     # optimizer is a LossScaleOptimizer with a scale of its own and the model's output is float16.
@@ -59,7 +59,7 @@ class TwoOptimizers(Exercise):
     )
 
     def case_key(self, case):
-        return repr(_two_layer(case))
+        return super().case_key(_two_layer(case))
 
     def expectations(self, case):
         """The weights after the correct steps and the loss before each; under mixed precision also the
@@ -70,7 +70,8 @@ class TwoOptimizers(Exercise):
             def compute(refs):
                 with dtype_policy(case.policy):
                     model, (opt_a, opt_b), (_, x, y) = case.model(), case.optimizers(), case.draw()
-                    return refs.two_optimizer_steps(model, opt_a, opt_b, x, y, case.steps, scaled_by)[part]
+                    return refs.two_optimizer_steps(model, opt_a, opt_b, x, y, case.steps, scaled_by,
+                                                    self.variant["p"])[part]
             return compute
 
         found = {"weights": steps(0), "losses": steps(1)}
@@ -105,8 +106,9 @@ class TwoOptimizers(Exercise):
                                 "where it normalizes with the moving statistics instead of the batch's. Did you "
                                 "call `model(x, training=True)` inside the tape?", cause="inference-mode")
         if case.policy == "mixed_float16" and any(_dtype_name(value) == "float16" for value in returned):
-            raise Incorrect(f"`two_optimizer_step` returned a float16 loss (on {shown}): the mean squared error "
-                            "was computed in float16. Keras computes losses in float32 under `mixed_float16`, and "
+            raise Incorrect(f"`two_optimizer_step` returned a float16 loss (on {shown}): "
+                            f"{self.variant['loss_name']} was computed in float16. Keras computes losses in float32 "
+                            "under `mixed_float16`, and "
                             f"for a reason: a float16 loss times `opt_a`'s loss scale ({int(LOSS_SCALES[0])}) "
                             "overflows once the loss reaches 2 (float16 stops at 65504), and the `LossScaleOptimizer` "
                             "then skips the step. Did you cast `y` to float16? Cast the prediction up instead: "
@@ -147,8 +149,10 @@ class TwoOptimizers(Exercise):
                             "Did you apply gradients to every variable, each with its layer's optimizer?",
                             cause="no-update")
         moved, should = fmt_pair(got[i], want[i], 1e-3, 1e-6)
+        words = self.variant
         raise Incorrect(f"The {names[i]} moved by {moved}{steps_text}, but should move by {should} (on {shown}). "
-                        "Is your loss the mean squared error `tf.reduce_mean(tf.square(y - model(x)))`, and did "
+                        f"Is your loss {words['loss_name']} `tf.reduce_mean({words['open']}y - model(x)"
+                        f"{words['close']})`, and did "
                         "each optimizer get its own layer's variables and gradients, in order?")
 
     @staticmethod
@@ -215,7 +219,7 @@ class TwoOptimizers(Exercise):
             if not allclose(want, float(value.ravel()[0]), rtol=1e-4, atol=1e-6):
                 got_text, want_text = fmt_pair(float(value.ravel()[0]), want, 1e-4, 1e-6)
                 raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"
-                                f"{at} where the loss (the mean squared error before the update, on {shown}) is "
+                                f"{at} where the loss ({self.variant['loss_name']} before the update, on {shown}) is "
                                 f"{want_text}. Return the `loss` you computed inside the tape, unchanged.")
 
 
@@ -268,6 +272,10 @@ def _float16_norm(arrays, max_norm, dtype) -> list[Alternative]:
 class ClipGlobalNorm(Exercise):
     number = "6.3"
     answer = "clip_gradients"
+    fixed_because = ("`clip_gradients` is a procedure for any gradients and any `max_norm` it is given (the bound is "
+                     "its argument, not a number of its own), and clipping by the global norm is one fixed "
+                     "definition, the one Keras's `global_clipnorm` uses: only the test's inputs could change, not "
+                     "what you write.")
     # (values, max_norm[, dtype]). Clipped where per-tensor and per-entry clipping differ (first, so they are
     # told apart), the gradients above, left alone (norm below max_norm), all zeros (a norm of 0), and
     # float16 gradients (a model under the "float16" policy), where a float32 tensor in the code breaks, and
@@ -363,26 +371,6 @@ class ClipGlobalNorm(Exercise):
                         "norm-without-sqrt", "You divided by the sum of squares. Did you forget the square root "
                         "in the global norm?"),
         ]
-
-
-class FixKeras2Step(FitMatch):
-    number = "6.2"
-    answer = "make_tracked_model"
-    compile_loss = False
-    # Several batches per epoch, a smaller last batch, and a mixed_float16 policy.
-    visible_cases = (FitCase(), FitCase(8, 2, 4, "mse", (), 60), FitCase(5, 2, 2, "mse", (), 66),
-                     FitCase(8, 2, 3, "mse", (), 67, "mixed_float16"))
-    praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
-    hints = (
-        "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean squared "
-        "error yourself inside the tape, `tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))`, and "
-        "differentiate `self.optimizer.scale_loss(loss)` so that a `mixed_float16` run is scaled too.",
-        "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it in "
-        "`train_step` with `update_state(loss, sample_weight=tf.shape(x)[0])` (a smaller last batch counts by "
-        "its rows, as `fit` counts it).",
-        "`train_step` returns `{\"loss\": self.loss_tracker.result()}`. An attribute of the model is tracked, "
-        "so `fit` resets it every epoch by itself; a `metrics` property returning `[self.loss_tracker]` is optional.",
-    )
 
 
 ex6_1 = CustomTrainStep()

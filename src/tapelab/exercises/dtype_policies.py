@@ -1,5 +1,5 @@
-"""Mixed precision in the checkers of notebook 06_fit_vs_custom: fit under a Keras dtype policy and restore the previous
-one, and tell an op that combined float16 with float32 (TensorFlow's three wordings of it) from other errors."""
+"""Keras dtype policies in the checkers of notebook 06: train under one and restore the previous, and tell a
+student where float16 came from when an op refused to combine it with float32."""
 from __future__ import annotations
 
 import re
@@ -10,8 +10,7 @@ import keras
 
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["dtype_policy", "combined_dtypes", "float16_mismatch"]
-
+__all__ = ["combined_dtypes", "dtype_policy", "float16_mismatch"]
 
 # A TensorFlow op given two float dtypes: eagerly ("expected to be a float tensor but is a half tensor"), in a
 # graph ("has type float16 that does not match type float32"), and from `/` ("got tf.float32 != tf.float16").
