@@ -87,7 +87,7 @@ def test_removing_stop_gradient_gives_way_where_the_task_needs_it():
 
     failure = Incorrect(_STOPPED, cause="stop-gradient")
     shown = vetted(failure, CodeFacts(), ex5_4.remedies)
-    assert "remove it" not in str(shown) and "tf.stop_gradient(tf.round(z) - z)" in str(shown)
+    assert "remove it" not in str(shown) and "tf.stop_gradient(rounded - z)" in str(shown)
     assert shown.cause == "stop-gradient"
     assert vetted(failure, CodeFacts(), ex5_2.remedies) is failure
 
@@ -176,3 +176,32 @@ def test_each_value_returned_is_told_from_the_code_that_keeps_it(body, cause, sa
     with pytest.raises(Incorrect) as raised:
         RunningMean()._compare([2.0, 4.0, 9.0], [2.0, 4.0, 9.0], _rebound_variables(facts))
     assert raised.value.cause == cause and says in str(raised.value)
+
+
+@pytest.mark.parametrize("exercise,message,gone,kept", [
+    ("ex1_3", "Its gradient is `None`. Differentiate `y` itself (or slice inside the block).",
+     "(or slice inside the block)", "Differentiate `y` itself."),
+    ("ex1_3", "One value per output (a Jacobian). Reduce over those axes, or differentiate the scalar sum with "
+              "`gradient`.", "Reduce over those axes", "instead of `jacobian`"),
+    ("ex5_4", "`dl_dw` is `None`: `tf.cast(z, tf.int32)` has no gradient. Did you keep that op without a "
+              "straight-through estimator?", "Did you keep that op", "as `tf.round` does"),
+])
+def test_a_generic_fix_the_task_rules_out_gives_way_to_the_exercises(exercise, message, gone, kept):
+    """1.3 asks for one `gradient` call (no slice per element, no Jacobian to reduce); 5.4 fixes the rounding to
+    `tf.round`'s: the engine's generic fix is replaced by the exercise's own."""
+    import tapelab.exercises.basic_tape
+    import tapelab.exercises.debugging_none
+
+    checker = getattr(tapelab.exercises.basic_tape, exercise, None) or getattr(tapelab.exercises.debugging_none, exercise)
+    out = str(vetted(Incorrect(message), CodeFacts(), checker.remedies))
+    assert gone not in out and kept in out, out
+
+
+@pytest.mark.parametrize("ratio,says", [(2.0, "`2` (or `0.5`)"), (4.0, "multiplies your result by 4: a sum"),
+                                        (0.3, "multiplies your result by 0.3.")])
+def test_a_factor_is_told_only_what_it_can_be(ratio, says):
+    """A constant factor names a dropped `2` only when it is 2 or 1/2, a count of values summed only when whole."""
+    from tapelab.checker.differential import _factor_note
+
+    note = _factor_note(ratio, np.zeros((3, 1)))
+    assert says in note and ("`2`" in note) == (ratio == 2.0)

@@ -100,7 +100,12 @@ def _factor_note(ratio: float, expected: Any) -> str:
         if abs(ratio - size) <= 1e-6 * size or abs(ratio - 1 / size) <= 1e-6 / size:
             return (f" {size} is the size of an axis of the answer: a sum where a mean is asked (or the reverse) "
                     "gives that factor.")
-    return " Look for a dropped or extra constant: a `2`, a `0.5`, a mean for a sum."
+    if min(abs(ratio - 2), abs(ratio - 0.5)) < 1e-6:
+        return " Look for a dropped or extra `2` (or `0.5`)."
+    if abs(ratio) > 1 and abs(ratio - round(ratio)) < 1e-6:  # a whole factor: a count of values is the usual one
+        return (f" Look for what multiplies your result by {ratio:g}: a sum where a mean is asked multiplies it by "
+                "the number of values summed.")
+    return f" Look for what multiplies your result by {ratio:.4g}."
 
 
 def _scalar_ratio(expected: Any, actual: Any, atol: float) -> float | None:

@@ -79,6 +79,9 @@ REMEDIES: dict[str, str] = {
                   r"after the last call\.",
     "watch-a-constant": r" ?Did you convert it with `tf\.constant` and watch it\?",
     "remove-stop-gradient": r"(?<=blocks gradients by design\.) Did you mean to remove it\?",
+    "slice-inside": r" \(or slice inside the block\)",
+    "keep-with-ste": r" Did you keep that op without a straight-through estimator\?",
+    "reduce-jacobian": r" Reduce over those axes, or differentiate the scalar (?:sum|mean) with `gradient`\.",
 }
 
 

@@ -141,7 +141,9 @@ class SigmoidSlopes(Exercise):
     number = "1.3"
     remedies = {"persistent": (
         'The task asks for a single call, `tape.gradient(y, x)`: each output depends on one input, so it '
-        'gives every slope.')}
+        'gives every slope.'), "slice-inside": "",  # a slice per element is a call per element
+        "reduce-jacobian": "Differentiate with one `tape.gradient(y, x)` instead of `jacobian`: the gradient of a "
+                           "non-scalar target is the sum over its outputs, which is every slope here."}
     answer = "sigmoid_slopes"
     # The sigmoid's steepness k, y = sigmoid(k x) (1 in the notebook's text).
     space = Space(default={"k": 1}, draws={"k": lambda rng: float(rng.choice([0.5, 1.5, 2, 2.5, 3]))},

@@ -251,8 +251,12 @@ def _step_words(q: float) -> dict:
 
 class StraightThrough(Exercise):
     number = "5.4"
-    remedies = {"remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's "
-                "correction only: `z + tf.stop_gradient(tf.round(z) - z)`, with `z = w * x`, passes `z`'s gradient."}
+    remedies = {  # the task fixes the rounding (tf.round's, a half to the even neighbour) and keeps stop_gradient
+        "remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's correction "
+                                "only: `z + tf.stop_gradient(rounded - z)`, with `z = w * x` and `rounded` the task's "
+                                "rounding of it, passes `z`'s gradient.",
+        "keep-with-ste": "The task rounds as `tf.round` does (a half to the even neighbour) and lets the gradient "
+                         "through: `z + tf.stop_gradient(rounded - z)`, with `rounded` that rounding of `z = w * x`."}
     answer = "rounded_gradient"
     # The rounding step q: predictions are multiples of q (1 in the notebook's text). A power of two, so that
     # dividing by it is exact and a case's inputs, scaled by q, put w * x / q where q = 1 puts w * x.
@@ -302,7 +306,7 @@ above. `w` is a scalar variable, `x` and `y` 1-D constants."""
             f"`{words['pred'].replace('w * x', 'w')} * x`; the task rounds the prediction, `{words['pred']}`.",
             probed(weight_rounded)), Alternative(
             "rounded down", floored(w0, x, y), "wrong-target",
-            f"That is the straight-through gradient with the predictions rounded down, `tf.floor(z{words['div']})"
+            f"That is the straight-through gradient with the predictions rounded down, `tf.floor(w * x{words['div']})"
             f"{words['mul']}`; the task rounds to the nearest, as `tf.round` does.", probed(floored)), Alternative(
             "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
             "That is the gradient without rounding: the forward pass must still use the rounded "
