@@ -18,8 +18,8 @@ SETUP = textwrap.dedent('''
     session = Session(imports=[], sys_path=list(sys.path))
     exec(session.prologue(), shell.user_ns)
 
-    def report():
-        exec(session.step(), shell.user_ns)
+    def report(fresh=True):
+        exec(session.step(fresh), shell.user_ns)
         text = repr(shell.user_ns[REPORT_EXPRESSION])
         return session.findings({"content": {"user_expressions": {"tapelab_guard": {"data": {"text/plain": text}}}}})
 ''')
@@ -56,6 +56,41 @@ SEQUENCE = SETUP + textwrap.dedent('''
     print(json.dumps(seen))
 ''')
 
+# The same for a module: its data may change (the next scans then compare against it), its functions may not.
+MODULE_SEQUENCE = SETUP + textwrap.dedent('''
+    real_dedent, real_indent = textwrap.dedent, textwrap.indent
+    seen = {"start": report()}
+    textwrap.tapelab_data = 1
+    sys.audit("tapelab.guard.check")
+    seen["data"] = [report(), textwrap.tapelab_data]
+    textwrap.dedent = lambda text: "patched"
+    sys.audit("tapelab.guard.check")
+    seen["patch"] = [textwrap.dedent is real_dedent, report()]
+    del textwrap.indent
+    textwrap.cheat = lambda text: text
+    sys.audit("tapelab.guard.check")
+    seen["swap"] = [textwrap.indent is real_indent, report()]
+    print(json.dumps(seen))
+''')
+
+# A step that no check follows (fresh=False) restores tapelab's own names and reports them, without the
+# re-import a step before a check makes; a request whose mode was changed is refused.
+MODES = SETUP + textwrap.dedent('''
+    import tapelab.grading.integrity.scan as scan_module
+    real_scan = scan_module.scan
+    scan_module.scan = lambda *args: []
+    seen = {"restore": report(fresh=False)}
+    seen["kept"] = sys.modules[scan_module.__name__] is scan_module and scan_module.scan is real_scan
+    seen["fresh"] = report()
+    import tapelab.grading.integrity.scan as scan_again  # no trusted imports here: the next import reads the disk
+    seen["reimported"] = scan_again is not scan_module and scan_again.scan is not real_scan
+    forged = session.step(True).replace("'fresh')", "'restore')")
+    exec(forged, shell.user_ns)
+    text = repr(shell.user_ns[REPORT_EXPRESSION])
+    seen["forged"] = session.findings({"content": {"user_expressions": {"tapelab_guard": {"data": {"text/plain": text}}}}})
+    print(json.dumps(seen))
+''')
+
 
 def _run(script: str) -> dict:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -82,3 +117,24 @@ def test_a_class_whose_data_changed_is_still_watched_for_patches():
     restored, cheat, found = seen["swap"]
     assert restored and not cheat, seen
     assert sorted(found) == ["fractions.Fraction.cheat was added", "fractions.Fraction.limit_denominator was changed"]
+
+
+def test_a_module_whose_data_changed_is_still_watched_for_patches():
+    """Is a data attribute written on a module left alone and unreported, and are a function replaced in that
+    module afterwards, and a function deleted while another name is added (the module keeps its number of
+    names), still undone and named?"""
+    seen = _run(MODULE_SEQUENCE)
+    assert seen["start"] == [] and seen["data"] == [[], 1], seen
+    assert seen["patch"] == [True, ["textwrap.dedent was replaced"]], seen
+    assert seen["swap"] == [True, ["textwrap.indent was deleted"]], seen
+
+
+def test_a_step_no_check_follows_restores_tapelab_without_reimporting_it():
+    """Does a restore-only step undo and name a patch of tapelab's own function while keeping its modules,
+    does the next step (before a check) import them afresh, and is a request whose mode was changed refused?"""
+    from tapelab.grading.integrity.channel import _MISSING
+
+    seen = _run(MODES)
+    assert seen["restore"] == ["tapelab.grading.integrity.scan.scan was replaced"], seen
+    assert seen["kept"] and seen["fresh"] == [] and seen["reimported"], seen
+    assert seen["forged"] == [_MISSING], seen

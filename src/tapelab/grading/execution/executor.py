@@ -219,10 +219,12 @@ class GuardedClient(NotebookClient):
         self.facts["flags"].append(f"{self._where()} ran past its time limit ({self.cell_timeout} s)")
         return None
 
-    async def _guard_step(self) -> list[str]:
-        """One guard step; what it found and undid (a failed step or a missing report is a finding)."""
+    async def _guard_step(self, fresh: bool = True) -> list[str]:
+        """One guard step; what it found and undid (a failed step or a missing report is a finding).
+        `fresh` when a check follows it: not after the last check before the next step."""
         with self._clock("guard"):
-            reply = await self._execute(self.guard.step(), expressions={"tapelab_guard": guard_channel.REPORT_EXPRESSION})
+            reply = await self._execute(self.guard.step(fresh),
+                                        expressions={"tapelab_guard": guard_channel.REPORT_EXPRESSION})
         return self.guard.findings(reply)
 
     async def _run_cell(self, cell: NotebookNode, code: str) -> None:
@@ -310,7 +312,7 @@ class GuardedClient(NotebookClient):
             label = self._label(index)
             self.facts["flags"] += [f"before the check of cell {label}, undone: {f}" for f in await self._guard_step()]
             await self._run_cell(cell, hidden.split(cell.source)[0])
-            after = await self._guard_step()
+            after = await self._guard_step(fresh=False)  # the next check's own step re-imports
             if after:  # patched during the check, or by code it triggered: the verdict is void
                 self.replies[index] = "untrusted"
                 self.facts["untrusted_checks"] += 1
@@ -322,16 +324,16 @@ class GuardedClient(NotebookClient):
         """Each passed test cell's hidden part, in order; nothing they send is kept (only its size).
         A part during which the kernel dies, floods or runs out of time has failed."""
         stepped, self.hiding = False, True
-        for index, cell in enumerate(self.nb.cells):
-            code = hidden.split(cell.source)[1] if is_test_cell(cell) else ""
-            if not code or self.replies.get(index) != "ok":
-                continue
+        parts = [(index, hidden.split(cell.source)[1]) for index, cell in enumerate(self.nb.cells)
+                 if is_test_cell(cell) and self.replies.get(index) == "ok"]
+        parts = [(index, code) for index, code in parts if code]
+        for number, (index, code) in enumerate(parts, 1):
             self.index = index
             try:
                 before = await self._guard_step() if self.guard is not None and not stepped else []
                 with self._clock("hidden"):
                     reply = await self._execute(code)
-                after = await self._guard_step() if self.guard is not None else []
+                after = await self._guard_step(fresh=number < len(parts)) if self.guard is not None else []
             except _Stop:
                 self._hidden_verdict(index, False)
                 raise

@@ -32,7 +32,10 @@ from pathlib import Path
 import bleach
 import jinja2
 import nbformat
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
@@ -44,7 +47,7 @@ from tapelab.grading.course import Course
 from tapelab.grading.hidden import split
 from tapelab.grading.records import atomic_write_text
 
-__all__ = ["CutHiddenTests", "InertNotebook", "clean_markdown", "configure_feedback", "feedback_exporter", "hidden_lines",
+__all__ = ["CutHiddenTests", "InertNotebook", "InertPage", "clean_markdown", "configure_feedback", "feedback_exporter", "hidden_lines",
            "markdown2html", "strip_hidden", "write_feedback"]
 
 PAGE = Path(__file__).with_name("templates") / "tapelab_feedback.html.j2"
@@ -120,7 +123,9 @@ _LINK = re.compile(r"(https?://|mailto:|#)[^\x00-\x20\x7f]*", re.IGNORECASE)
 _INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/]*={0,2}")
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif")
 # An image the policy left without a source (a web or file URL, which the page's policy would not load
-# either): its alt text (already escaped by bleach) instead of a broken image.
+# either): its alt text (already escaped by bleach) instead of a broken image. A markdown image with no
+# alt text gets nbconvert's (`clean_markdown`; the template gives output images the same).
+MISSING_ALT = "No description has been provided for this image"
 _IMAGE_TAG = re.compile(r"""<img((?:\s+[\w-]+=(?:"[^"]*"|'[^']*'))*)\s*/?>""")  # as bleach writes it: quoted
 _ALT = re.compile(r"""\salt=(?:"([^"]*)"|'([^']*)')""")
 
@@ -289,10 +294,32 @@ def clean_markdown(source: str, attachments: object = None) -> str:
         rendered = MarkdownWithMath(renderer=renderer).render(source)
     except InvalidNotebook:
         rendered = f"<pre>{html.escape(source)}</pre>"
-    return _POLICY.sanitize_html_tags(rendered)
+    return _IMAGE_TAG.sub(_described, _POLICY.sanitize_html_tags(rendered))
+
+
+def _described(tag: re.Match) -> str:
+    """An image (the policy left only inline ones) with nbconvert's alt text when it has none."""
+    return tag.group(0) if _ALT.search(tag.group(1)) else f'<img{tag.group(1)} alt="{MISSING_ALT}">'
 
 
 # -- the page ------------------------------------------------------------------------------------------
+
+
+class InertPage(HTMLExporter):
+    """nbconvert's HTMLExporter without its last pass, which re-parses the whole page with BeautifulSoup's
+    pure-Python parser (half the page's time) to add alt text to images and tabindex to JupyterLab's cell
+    wrappers: here images get their alt text while rendering (the template, `InertNotebook`'s sanitizer),
+    and nbgrader's classic page has no JupyterLab wrapper to give a tabindex."""
+
+    def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw) -> tuple[str, dict]:
+        language = nb.metadata.get("language_info", {})
+        lexer = language.get("pygments_lexer", language.get("name"))
+        self.register_filter("highlight_code", self.filters.get("highlight_code",
+                                                                Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                       parent=self, resources=resources))
+        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
 
 def configure_feedback(c: Config) -> Config:
@@ -307,7 +334,8 @@ def configure_feedback(c: Config) -> Config:
     from nbgrader.preprocessors import GetGrades
 
     c.GenerateFeedback.preprocessors = [InertNotebook, CutHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
-    exporter = c.GenerateFeedback.HTMLExporter
+    c.GenerateFeedback.exporter_class = InertPage
+    exporter = c.GenerateFeedback.HTMLExporter  # InertPage is one: the section applies
     exporter.sanitize_html = True  # the template's own switch: no script for JS or widget outputs
     # Validate once, after the steps: a malformed autograded notebook is rebuilt by InertNotebook
     # and rendered, rather than refused by the step that runs before it (the template's CSS one).

@@ -49,11 +49,14 @@ class Session:
                 f"_tapelab_g['_install'](*{args!r})\n"
                 "del _tapelab_g\n")
 
-    def step(self) -> str:
-        """Code for the next guard execution; pass user_expressions={"tapelab_guard": REPORT_EXPRESSION}."""
+    def step(self, fresh: bool = True) -> str:
+        """Code for the next guard execution; pass user_expressions={"tapelab_guard": REPORT_EXPRESSION}.
+        `fresh`: tapelab is then re-imported from disk, as a check needs; a step that no check follows
+        before the next step (after the last check in a row) restores and reports only."""
         self._n += 1
-        return (f"__import__('sys').audit('tapelab.guard', {self._mac(f'request {self._n}')!r}, "
-                f"{REPORT_EXPRESSION} := [])\n")
+        mode = "fresh" if fresh else "restore"
+        return (f"__import__('sys').audit('tapelab.guard', {self._mac(f'request {self._n} {mode}')!r}, "
+                f"{REPORT_EXPRESSION} := [], {mode!r})\n")
 
     def findings(self, reply: dict | None) -> list[str]:
         """What the last step found and undid; a missing or forged report is itself a finding."""

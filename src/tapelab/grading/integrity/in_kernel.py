@@ -10,10 +10,12 @@ channel.Session), which runs before the first notebook cell. `_install` then
     to reach the closure), recording each attempt,
   * notes the class attribute writes CPython audits (only a few special attributes: an ordinary
     `Cls.attr = value` raises no audit event, so every other class patch is found by comparing the
-    classes with their snapshot, which each check and each step does),
-  * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n); it restores
-    everything, re-imports tapelab fresh from disk, re-runs the trusted imports in the user
-    namespace and reports what it found, authenticated with HMAC(secret, report),
+    classes with their snapshot, which each check and each step does: a namespace whose keys and
+    values are all the very objects of the last scan is passed over in one C loop),
+  * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n and its mode); it
+    restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the trusted
+    imports in the user namespace (the executor asks for it before each check, not after the last
+    check before the next step), and reports what it found, authenticated with HMAC(secret, report),
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
     reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
@@ -63,23 +65,29 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     if pyplot is not None:
         pyplot.switch_backend(modules["matplotlib"].get_backend())
 
+    def whole(owner):
+        """Every key and value of a module's or class's namespace, in order: unchanged when all are the same objects."""
+        current = vars(owner)
+        return tuple(current), tuple(current.values())
+
+    def unchanged(current, keys, values):
+        """Identity only (never ==, which could run the notebook's code), in C and in the namespace's own order,
+        so no key is looked up: most modules and classes never change between two scans."""
+        return (len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values))
+                and len(current) == len(keys))  # each map is one C loop; a thread may run between them
+
     def snapshot_modules(ours):
         saved = {}
         for name, module in list(modules.items()):
             if (isinstance(module, module_type) and vars(module) is not shell.user_ns
                     and (name == "tapelab" or name.startswith("tapelab.")) == ours):
-                saved[name] = (module, api_names(vars(module)))
+                saved[name] = [module, api_names(vars(module)), *whole(module)]
         return saved
-
-    def whole(cls):
-        """Every key and value of the class's namespace, in order: unchanged when all are the same objects."""
-        current = vars(cls)
-        return tuple(current), tuple(current.values())
 
     def snapshot_classes(saved_modules):
         classes = {}
-        for _, names in saved_modules.values():
-            for value in names.values():
+        for entry in saved_modules.values():
+            for value in entry[1].values():
                 if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes:
                     classes[id(value)] = [value, api_names(vars(value)), *whole(value)]
         return classes
@@ -123,11 +131,14 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             state["findings"].append(text)
 
     def restore_names(saved_modules=saved_modules):
-        for name, (module, names) in saved_modules.items():
+        for name, entry in saved_modules.items():
+            module, names, keys, values = entry
             if modules.get(name, module) is not module:
                 note(f"sys.modules[{name!r}] was replaced")
                 modules[name] = module
             current = vars(module)
+            if unchanged(current, keys, values):
+                continue
             for attr, value in names.items():
                 now = current.get(attr, missing)
                 if now is value:
@@ -137,14 +148,14 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                     continue
                 note(f"{name}.{attr} was {'deleted' if now is missing else 'replaced'}")
                 current[attr] = value
+            entry[2:] = whole(module)  # what the checks compare is restored; the rest (data) may change freely
 
     def restore_classes(ids, saved_classes=saved_classes):
         for ident in ids:
             entry = saved_classes[ident]
             cls, saved, keys, values = entry
             current = vars(cls)
-            # Identity only (never ==, which could run the notebook's code): most classes never change.
-            if len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values)):
+            if unchanged(current, keys, values):
                 continue
             for attr, value in saved.items():
                 if current.get(attr, missing) is not value and attr not in ("__dict__", "__weakref__", "__doc__"):
@@ -192,12 +203,14 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         if running:
             note(f"{running} thread(s) running the notebook's own code")
 
-    def restore_all():
+    def restore_all(fresh):
         restore_names()
         restore_classes(list(saved_classes))
         restore_runtime()
-        restore_names(ours["modules"])  # only to report: tapelab is then re-imported fresh from disk
+        restore_names(ours["modules"])  # restored, and when `fresh`, then re-imported from disk
         restore_classes(list(ours["classes"]), ours["classes"])
+        if not fresh:  # no check follows before the next step, which re-imports (the executor's choice)
+            return
         for name in [m for m in modules if m == "tapelab" or m.startswith("tapelab.")]:
             del modules[name]
         importlib.invalidate_caches()
@@ -236,14 +249,14 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             return
         state["busy"] = True
         try:
-            request, out = args
-            expected = mac(f"request {state['n'] + 1}")
-            if not (type(request) is str and compare_digest(request, expected)):
+            request, out, mode = args
+            expected = mac(f"request {state['n'] + 1} {mode}") if type(mode) is str else None
+            if not (type(request) is str and expected is not None and compare_digest(request, expected)):
                 state["busy"] = False
                 note("a guard request was forged")
                 return
             state["n"] += 1
-            restore_all()
+            restore_all(mode == "fresh")
             report = dumps({"n": state["n"], "findings": state["findings"]})
             state["findings"] = []
             list.append(out, dumps({"report": report, "mac": mac(report)}))

@@ -1,0 +1,59 @@
+"""The feedback page is rendered without nbconvert's last pass (a re-parse of the whole page with
+BeautifulSoup's pure-Python parser, to add alt text and tabindex): tapelab's exporter (page.InertPage)
+must write a page that reads exactly as the stock one, alt text included."""
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter
+from traitlets.config import Config
+
+from tapelab.grading.handback import page
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _render(exporter_class, monkeypatch) -> str:
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    monkeypatch.setattr(page, "_roles", lambda resources: {})  # no gradebook: the layout needs none
+    config = page.configure_feedback(Config())
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    exporter = exporter_class(parent=converter, config=converter.config)
+    for preprocessor in converter.preprocessors:
+        if preprocessor.__name__ != "GetGrades":
+            exporter.register_preprocessor(preprocessor)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(f"![a plot](data:image/png;base64,{PNG}) <img src='data:image/png;base64,{PNG}'>"
+                                      " <img src='http://127.0.0.1:9/x.png' alt='gone'> & &nbsp; <b>bold</b>"),
+        nbformat.v4.new_code_cell("print(1)\n### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS", outputs=[
+            nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+            nbformat.v4.new_output("display_data", data={"image/jpeg": PNG, "text/plain": "<Figure>"}),
+            nbformat.v4.new_output("display_data", data={"text/html": f"<i>x</i><img src='data:image/png;base64,{PNG}'>"}),
+            nbformat.v4.new_output("stream", name="stdout", text="1 < 2\n")])])
+    resources = {"nbgrader": {"student": "s", "assignment": "a", "notebook": "n", "db_url": "sqlite://",
+                              "score": 1.0, "max_score": 2.0, "late_penalty": 0}, "unique_key": "n"}
+    return exporter.from_notebook_node(nb, resources=resources)[0]
+
+
+@pytest.fixture
+def pages(monkeypatch):
+    return {"ours": _render(page.InertPage, monkeypatch), "stock": _render(HTMLExporter, monkeypatch)}
+
+
+def test_the_course_renders_feedback_with_tapelab_exporter():
+    """Do nbgrader's GenerateFeedback (and so formgrader's button) use the exporter without the re-parse?"""
+    assert page.configure_feedback(Config()).GenerateFeedback.exporter_class is page.InertPage
+
+
+def test_the_page_reads_as_the_stock_exporter_writes_it(pages):
+    """Parsed and written back as nbconvert's last pass does, is tapelab's page the stock page exactly?"""
+    assert str(BeautifulSoup(pages["ours"], "html.parser")) == pages["stock"]
+
+
+def test_every_image_has_alt_text_without_the_reparse(pages):
+    """Do the output images (PNG, JPEG) and the markdown images carry alt text as rendered?"""
+    images = BeautifulSoup(pages["ours"], "html.parser").find_all("img")
+    assert len(images) == 4  # the markdown's two, the PNG and the JPEG outputs (the HTML output's is escaped)
+    assert all(image.get("alt") for image in images)
+    assert sum(image["alt"] == page.MISSING_ALT for image in images) == 3
