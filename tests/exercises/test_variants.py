@@ -38,9 +38,14 @@ def test_some_exercises_vary():
 
 
 @pytest.mark.parametrize("name", FIXED)
-def test_a_fixed_exercise_says_why(name):
-    """An exercise that does not vary says why it cannot, in words a student reads from `new_variant()`."""
-    assert len(exercise_named(name).fixed_because) > 40 or not exercise_named(name).statement
+def test_a_fixed_exercise_says_why(name, capsys):
+    """An exercise that does not vary says why it cannot, in words a student reads from `new_variant()` and `task()`."""
+    checker = exercise_named(name)
+    assert len(checker.fixed_because) > 40
+    checker.new_variant()
+    checker.task()
+    shown = " ".join(capsys.readouterr().out.split())
+    assert shown.count(" ".join(checker.fixed_because.split())) == 2 and checker._variant is None
 
 
 @pytest.mark.parametrize("name", VARIED)

@@ -77,7 +77,7 @@ class Exercise:
         a finding's cause when the finding is tied to it, and a Correct box lists the findings as notes.
         `expected` (case key -> name -> stored value) is what a course's hidden test passes for its cases
         (tapelab.checker.expected): written there by the course's set-up, never by hand. `seed` is the variant a
-        grader checks (tapelab.grading.prepare.variants), whatever variant the kernel was practising on.
+        grader checks (tapelab.release_variants.pin), whatever variant the kernel was practising on.
         """
         __tracebackhide__ = True
         self._pinned = None if seed is None else self.space.variant(seed)
@@ -116,8 +116,10 @@ class Exercise:
         return self._pinned or self._variant or self._own or self.space.variant(None)
 
     def task(self) -> None:
-        """Show the task with the current variant's numbers."""
-        show(Message("task", f"Exercise {self.number}{self.variant.label()}: {self.variant.fill(self.statement)}"))
+        """Show the task with the current variant's numbers (an exercise that does not vary: where it is, and why)."""
+        text = (self.variant.fill(self.statement) if self.statement else
+                f"the task is the notebook's text above, the same for everyone: {self.fixed_because}")
+        show(Message("task", f"Exercise {self.number}{self.variant.label()}: {text}"))
 
     def new_variant(self, seed: int | None = None) -> None:
         """Practise on other numbers: draw a fresh variant (or the one of `seed`, to share with a tutor) and show
