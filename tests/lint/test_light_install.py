@@ -26,6 +26,7 @@ COURSE_VERBS = {
     "insight": ["--course", "DIR"],
     "export": ["long", "--course", "DIR"],
     "review": ["1.2", "--course", "DIR"],
+    "copies": ["--course", "DIR"],
 }
 STEP = ("import tensorflow as tf\nx = tf.constant(3.0)\nwith tf.GradientTape() as tape:\n    y = x * x\n"
         "print(tape.gradient(y, x))\n")
