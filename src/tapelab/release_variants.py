@@ -24,6 +24,7 @@ from pathlib import Path
 
 from nbformat import NotebookNode
 
+from tapelab.checker.exercise import Exercise
 from tapelab.checker.expected import encode, references
 from tapelab.checker.variants import seed_for
 from tapelab.release_expected import exercise_tests
@@ -129,20 +130,25 @@ def _checked(node: ast.AST) -> str | None:
 
 
 def _edits(call: ast.Call, seed: int, exercise) -> list[tuple[int, int, int, int, str]]:
-    """(start line, start column, end line, end column, text) replacements for one call, columns in UTF-8 bytes."""
-    edits = []
-    given = next((k for k in call.keywords if k.arg == "expected"), None)
-    if given is not None:
-        cases = ast.literal_eval(next(k.value for k in call.keywords if k.arg == "cases"))
-        value = given.value
-        edits.append((value.lineno, value.col_offset, value.end_lineno, value.end_col_offset,
-                      repr(_expected(exercise, seed, cases))))
-    last = (call.args + [k.value for k in call.keywords])[-1:] or None
+    """(start line, start column, end line, end column, text) replacements for one call, columns in UTF-8 bytes.
+    An exercise whose expected values the references compute gets them for the variant, visible cases included
+    (a grading kernel has no references to compute them with)."""
+    edits, added = [], f"seed={seed}"
+    if type(exercise).expectations is not Exercise.expectations:
+        cases_given = next((k.value for k in call.keywords if k.arg == "cases"), None)
+        cases = list(exercise.visible_cases) if cases_given is None else ast.literal_eval(cases_given)
+        values = repr(_expected(exercise, seed, cases))
+        given = next((k.value for k in call.keywords if k.arg == "expected"), None)
+        if given is None:
+            added = f"expected={values}, {added}"
+        else:
+            edits.append((given.lineno, given.col_offset, given.end_lineno, given.end_col_offset, values))
+    last = (call.args + [k.value for k in call.keywords])[-1:]
     if last:
         end = last[0]
-        edits.append((end.end_lineno, end.end_col_offset, end.end_lineno, end.end_col_offset, f", seed={seed}"))
+        edits.append((end.end_lineno, end.end_col_offset, end.end_lineno, end.end_col_offset, f", {added}"))
     else:
-        edits.append((call.end_lineno, call.end_col_offset - 1, call.end_lineno, call.end_col_offset - 1, f"seed={seed}"))
+        edits.append((call.end_lineno, call.end_col_offset - 1, call.end_lineno, call.end_col_offset - 1, added))
     return edits
 
 

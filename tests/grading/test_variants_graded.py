@@ -2,6 +2,7 @@
 numbers, and `tapelab grade` checks each submission against the variant of the student whose folder holds it,
 visible and hidden cases alike, whatever the notebook claims.
 """
+import ast
 import json
 import stat
 import subprocess
@@ -95,6 +96,24 @@ def test_pin_rewrites_every_check_of_a_varying_exercise():
     assert cell.source.splitlines()[0] == f"ex1_1.check(seed={seed})"
     assert f"ex1_1.check(cases=[-1.5, 0.0], seed={seed},)" in cell.source
     assert "ex1_4.check(cases=[('tanh', 0.5, 1e-5)])" in cell.source  # 1.4 does not vary
+
+
+def test_pin_gives_a_computed_exercise_its_variants_values_visible_and_hidden():
+    """2.1's expected values come from the references, which a grading kernel lacks: pin writes them for the
+    student's variant into the visible check as well as the hidden one, keyed as the pinned check looks them up."""
+    from tapelab.exercises.model_variables import ex2_1
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("ex2_1.check()\n### BEGIN HIDDEN TESTS\nex2_1.check(cases=[('bn', 'mse', 5)], "
+                                     "expected={'stale': {}})\n### END HIDDEN TESTS",
+                                     metadata={"nbgrader": {"grade": True, "locked": True}})
+    nb.cells = [cell]
+    pin(nb, "salt", "ann", {"ex2_1": ex2_1})
+    seed = seed_for("salt", "ann", "2.1")
+    visible, hidden = (ast.parse(line).body[0].value for line in cell.source.splitlines() if "check(" in line)
+    for call, cases in ((visible, list(ex2_1.visible_cases)), (hidden, [("bn", "mse", 5)])):
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "cases"}
+        assert keywords["seed"] == seed and set(keywords["expected"]) == {repr((seed, c)) for c in cases}, keywords
 
 
 def test_setup_cell_import_stays_sorted():
