@@ -236,6 +236,19 @@ def test_without_the_references_an_unknown_case_says_so(graded):
         ex2_1.check(lambda model, loss_fn, x, y: [], cases=[("bn", "mse", 99)])
 
 
+def test_without_the_references_a_students_own_variant_says_when_it_is_checked(graded):
+    """In a graded install, a variant other than the notebook's has no stored values: is the student told that
+    their numbers are checked when graded, not sent in a circle to `check()`?"""
+    from tapelab.exercises.model_variables import ex2_1
+
+    ex2_1._own = ex2_1.space.variant(7)
+    try:
+        with pytest.raises(MissingExpectation, match=r"Exercise 2.1 \(variant 7\) .* checked against them when it is graded"):
+            ex2_1.check(lambda model, loss_fn, x, y: [])
+    finally:
+        ex2_1._own = None
+
+
 # -- and no source of the package holds the reference statements --------------------------------------------
 
 WINDOW = 3  # statements in a row: one or two are idioms every tape example shares

@@ -189,7 +189,7 @@ class Exercise:
     def expect(self, case: Any) -> Expectations:
         """The expected values of `case`: the hidden test's, the package's, or computed (tapelab.checker.expected)."""
         key = self.case_key(case)
-        return Expectations(self.number, key, self.expectations(case), self._given.get(key))
+        return Expectations(self.number, key, self.expectations(case), self._given.get(key), self.variant.label())
 
     def hint(self, tier: int = 1) -> None:
         """Show hint `tier` (1 is the gentlest). The last tier is nearly the answer, so it comes with the

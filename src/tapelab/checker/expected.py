@@ -86,11 +86,12 @@ def references() -> ModuleType | None:
 
 class Expectations:
     """The expected values of one case of exercise `number`: `given` (the hidden test's data for this case)
-    first, then the package's, then `compute` (name -> a function of the references) if they are installed."""
+    first, then the package's, then `compute` (name -> a function of the references) if they are installed.
+    `variant` is how a message names a variant other than the notebook's (its values are never stored)."""
 
     def __init__(self, number: str, key: str, compute: Mapping[str, Callable[[ModuleType], Any]],
-                 given: Mapping[str, Any] | None = None) -> None:
-        self.number, self.key, self._compute = number, key, compute
+                 given: Mapping[str, Any] | None = None, variant: str = "") -> None:
+        self.number, self.key, self._compute, self.variant = number, key, compute, variant
         self._data = given if given is not None else stored(number).get(key)
         self._cache: dict[str, Any] = {}
 
@@ -109,6 +110,11 @@ class Expectations:
         if self._data is not None and name in self._data:
             return decode(self._data[name])
         found = references()
+        if found is None and self.variant:
+            raise MissingExpectation(
+                f"Exercise {self.number}{self.variant} has no expected values here: your numbers are your own, and "
+                "the values they need are computed where your course grades, not in your notebook. Your answer is "
+                "checked against them when it is graded.")
         if found is None:
             raise MissingExpectation(
                 f"Exercise {self.number} has no expected values for the input {self.key} here: this install "
