@@ -26,7 +26,9 @@ ALLOWED = {
     "release_answers": {"checker", "paths"},
     "release_expected": {"checker", "paths"},
     "release_variants": {"checker", "paths", "release_expected"},
-    "release": {"checker", "errors", "paths", "release_answers", "release_expected", "release_variants"},
+    "release_predictions": set(),
+    "release": {"checker", "errors", "paths", "release_answers", "release_expected", "release_predictions",
+                "release_variants"},
     "tapelab": {"lazy", "checker"},
 }
 # What all of grading may import from outside it, and what each of its stages may import inside it.

@@ -38,6 +38,7 @@ from tapelab.errors import UsageError
 from tapelab.checker.answers import SELF_STUDY, Lock, parse_setting
 from tapelab.paths import GRADER, NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.release_answers import derive_answers, lock_setup_cell, write_answers
+from tapelab.release_predictions import empty_predictions
 from tapelab.release_variants import PER_STUDENT, VARIANTS_CONFIG, course_salt, parse_variants, variants_setup_cell
 from tapelab.release_expected import HIDDEN, derive_expected, exercise_tests, inline_hidden, write_expected
 
@@ -145,8 +146,9 @@ def write_course_config(course: Path, db_url: str | None = None, answers: str | 
 def tag_test_cells(source: Path, target: Path, lock: Lock | None = None, salt: str | None = None) -> None:
     """Copy a solution notebook to `target` with every locked test cell tagged `raises-exception`, the
     course's answers `lock` and, with per-student variants, the call that gives them (`salt`) in its setup cell
-    (tapelab.release_answers.lock_setup_cell, tapelab.release_variants), and the stored expected values of its
-    hidden tests in their calls (tapelab.release_expected.inline_hidden).
+    (tapelab.release_answers.lock_setup_cell, tapelab.release_variants), the stored expected values of its
+    hidden tests in their calls (tapelab.release_expected.inline_hidden), and every prediction emptied
+    (tapelab.release_predictions: the student makes their own).
 
     A failing check raises, and JupyterLab's Run All stops at the first cell that raises, so one
     untouched exercise would keep every later cell (widgets included) from running. For a cell with
@@ -160,6 +162,7 @@ def tag_test_cells(source: Path, target: Path, lock: Lock | None = None, salt: s
         if TEST_CELL_TAG not in tags:
             tags.append(TEST_CELL_TAG)
     try:
+        empty_predictions(nb)
         lock_setup_cell(nb, lock)
         if salt is not None:
             variants_setup_cell(nb, salt)
