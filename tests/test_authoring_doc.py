@@ -12,7 +12,7 @@ from tapelab.checker.messages import Incorrect, NotAttempted
 from tapelab.paths import REPO
 
 PAGE = (REPO / "docs" / "authoring.md").read_text()
-CHECKER, MISTAKES = re.findall(r"```python\n(.*?)```", PAGE, re.DOTALL)
+CHECKER, MISTAKES, QUESTION = re.findall(r"```python\n(.*?)```", PAGE, re.DOTALL)
 (TABLE,) = re.findall(r"```toml\n(.*?)```", PAGE, re.DOTALL)
 SEEDS = [None, *range(1, 9)]
 
@@ -67,3 +67,17 @@ def namespace_mistakes() -> dict:
     namespace: dict = {}
     exec(compile(MISTAKES, "<authoring.md mistakes>", "exec"), namespace)
     return namespace["MISTAKES"]
+
+
+def test_the_question_as_written_names_its_belief_and_only_on_the_prediction_it_explains(monkeypatch):
+    from tapelab.checker import predictions
+
+    shown = []
+    monkeypatch.setattr(predictions, "show", shown.append)
+    namespace = {"Question": predictions.Question, "Misconception": predictions.Misconception}
+    exec(compile(QUESTION, "<authoring.md question>", "exec"), namespace)
+    for guess, cause in (([1.0, 4.0, None], "not-connected"), ([None, 3.0, None], None)):
+        question = predictions.Question("9.2", misconceptions=namespace["q9_2"].misconceptions)
+        question.predict(guess)
+        question.reveal([None, 4.0, None])
+        assert (shown[-1].kind, shown[-1].cause) == ("incorrect", cause)

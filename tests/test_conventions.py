@@ -78,3 +78,40 @@ def test_markdown_cells_are_short(name):
         if cell.cell_type == "markdown":
             words = len(re.sub(r"```.*?```", "", cell.source, flags=re.S).split())
             assert words <= 160, f"markdown cell {cell.get('id')} has {words} words: split it or say less"
+
+
+QUESTION_CALL = re.compile(r"\b(q(\d+)_(\d+)[a-z]?)\.(predict|reveal)\(")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_questions_are_asked_then_revealed_in_their_section_and_the_model_prediction_is_right(name):
+    """Is every "predict, then run" question (qN_M) predicted, then revealed, inside section M of notebook N,
+    and does the instructor copy's stored reveal say Correct (its model prediction is what TensorFlow gives)?"""
+    section, seen = None, {}
+    for cell in _cells(name):
+        if cell.cell_type == "markdown":
+            heading = re.search(r"^## (\d+)\.", cell.source, re.MULTILINE)
+            section = heading.group(1) if heading else section
+            continue
+        for question, notebook, number, verb in QUESTION_CALL.findall(cell.source):
+            assert int(notebook) == int(name[:2]) and number == section, f"{question} is in section {section}"
+            seen.setdefault(question, []).append(verb)
+            if verb == "reveal":
+                shown = " ".join(str(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", []))
+                assert shown.startswith("Correct"), f"{question}'s stored reveal: {shown!r}"
+    assert all(verbs == ["predict", "reveal"] for verbs in seen.values()), seen
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_question_a_notebook_imports_is_asked_and_its_module_has_no_other(name):
+    """Does the setup cell import exactly its question module's questions, and is each of them asked?"""
+    import importlib
+
+    cells = _cells(name)
+    imported = re.search(r"from (tapelab\.exercises\.questions\.\w+) import (.+)", cells[2].source)
+    asked = {q for cell in cells if cell.cell_type == "code" for q, *_ in QUESTION_CALL.findall(cell.source)}
+    if imported is None:
+        assert not asked, f"{name} asks {sorted(asked)} without importing them"
+        return
+    names = {n.strip() for n in imported.group(2).split(",")}
+    assert names == set(importlib.import_module(imported.group(1)).__all__) == asked

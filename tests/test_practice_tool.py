@@ -81,8 +81,8 @@ def test_a_copied_answer_overlaps_fully_and_an_unrelated_one_barely(tmp_path):
 
 def test_tokens_leave_out_comments_strings_and_the_def_line():
     """Are comments, strings and the stub's def line left out, and magics skipped without an error?"""
-    assert practice.tokens("%timeit f(1)  # a comment\ny = f('text', 2)") == ["y", "=", "f", "(", ",", "2", ")"]
-    assert practice.tokens(practice.model_answer(COPIED))[:3] == ["with", "tf", "."]
+    assert practice.tokens("%timeit f(1)  # a comment\ny = f('text', 2)") == ["y", "f", "2"]
+    assert practice.tokens(practice.model_answer(COPIED))[:3] == ["with", "tf", "GradientTape"]
     assert practice.overlap(["a", "a", "b"], ["a", "b", "b"]) == pytest.approx(2 / 3)
 
 

@@ -338,6 +338,13 @@ _CATALOGUE = (
           "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
+    # predictions, notebook 01
+    Cause("missing-local-derivative", "a local derivative left out of the chain rule's product",
+          "Multiply the local derivatives of every operation on the path, from the target back to the source."),
+    Cause("targets-summed", "a list of targets taken for one gradient each: `gradient` returns their sum's",
+          "Record each target on its own tape (or use a persistent tape) and ask for each gradient separately."),
+    Cause("value-for-slope", "the point where a function is zero taken for the point where its slope is zero",
+          "Look for the x where the derivative, not the function, is zero: that is where the tangent is flat."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
