@@ -2,9 +2,13 @@
 
     python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock]
                             [--scores FILE]   (every graded cell's score per run, as JSON: two checkouts compared)
+                            [--per-student]   (a course whose students each have their own variants)
 
 Students cycle through correct (the reference), partial (the first answer left as the stub) and
-blank. The stock side runs `nbgrader autograde NB --student S` once per submission, sequentially,
+blank. With --per-student the course gives each student their own variants (tapelab.release_variants) and a
+correct student hands in the reference written for their own numbers; stock nbgrader is not run then: it
+grades a notebook as handed in, against the expected values released with it, which are the default
+variant's (`tapelab grade` pins each submission to its folder's student first). The stock side runs `nbgrader autograde NB --student S` once per submission, sequentially,
 as the nbgrader docs show; the tapelab side runs `tapelab grade` on a flat folder of the same
 notebooks: with its local pool (--jobs N) and cold kernels (TAPELAB_KERNELS=cold), with warm kernels
 (the default: forked from a zygote per worker that imported TensorFlow once), and warm through
@@ -51,10 +55,10 @@ COORDINATOR_PHASES = ("bookkeeping", "feedback")
 BARE_PHASES = ("kernel start", "imports", "cells", "stop")  # what any grader's kernel spends (the ceilings)
 
 
-def answers_for(kind: str, notebook: str) -> dict[str, str]:
-    from answers import reference_answers
+def answers_for(kind: str, notebook: str, student: str, salt: str | None) -> dict[str, str]:
+    from answers import own_answers, reference_answers
 
-    reference = reference_answers(notebook)
+    reference = own_answers(notebook, salt, student) if salt else reference_answers(notebook)
     if kind == "correct":
         return reference
     if kind == "partial":
@@ -77,6 +81,15 @@ def scores(course: Path, students: list[str], notebooks: list[str]) -> dict[tupl
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return {(s, nb, g.name): g.score for s in students for nb in notebooks
                 for g in gb.find_submission_notebook(nb, nb, s).grades}
+
+
+def short_of_full(course: Path, students: list[str], notebooks: list[str]) -> list[tuple]:
+    """(student, notebook, cell) of every graded cell a correct student did not get full marks on."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return [(s, nb, g.name) for s in students if s.endswith("_correct") for nb in notebooks
+                for g in gb.find_submission_notebook(nb, nb, s).grades if g.score < g.max_score]
 
 
 def run_stock(course: Path, students: list[str], notebooks: list[str]) -> float:
@@ -228,12 +241,14 @@ def main() -> int:
     parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader (the slowest part)")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
+    parser.add_argument("--per-student", action="store_true",
+                        help="each student their own variants (no stock run: it cannot pin a student's variant)")
     parser.add_argument("--scores", type=Path, metavar="FILE",
                         help="write every graded cell's score of each run here, as JSON (to compare two checkouts)")
     args = parser.parse_args()
     from services import DaskCluster
     from tapelab.paths import assignment_names
-    from tapelab.release import prepare_course
+    from tapelab.release import prepare_course, variants_salt
 
     notebooks = args.notebooks or assignment_names()
     students = [f"s{i:02d}_{KINDS[i % 3]}" for i in range(args.students)]
@@ -245,19 +260,22 @@ def main() -> int:
         inbox = root / "inbox"
         print(f"preparing a course with {', '.join(notebooks)} (load average {loads[0]:.1f} on "
               f"{os.cpu_count()} cores) ...", flush=True)
-        prepare_course(courses["stock"], notebooks)
+        prepare_course(courses["stock"], notebooks, variants="per-student" if args.per_student else None)
+        salt = variants_salt(courses["stock"])
         for name in runs:
             shutil.copytree(courses["stock"], courses[name])
         for notebook in notebooks:
             for student in students:
-                nb = student_notebook(courses["stock"], notebook, answers_for(student.split("_")[1], notebook))
+                nb = student_notebook(courses["stock"], notebook,
+                                      answers_for(student.split("_")[1], notebook, student, salt))
                 target = courses["stock"] / "submitted" / student / notebook / f"{notebook}.ipynb"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 nbformat.write(nb, target)
                 inbox.mkdir(exist_ok=True)
                 nbformat.write(nb, inbox / f"{student}_{notebook}.ipynb")
         n = len(students) * len(notebooks)
-        print(f"{n} submissions ({len(students)} students x {len(notebooks)} notebooks)", flush=True)
+        print(f"{n} submissions ({len(students)} students x {len(notebooks)} notebooks"
+              f"{', each student their own variants' if salt else ''})", flush=True)
         walls, records, summary = {}, {}, ""
         for name in runs:
             if name == "dask":
@@ -274,7 +292,7 @@ def main() -> int:
             print(f"tapelab grade, {name:<5} ({dict(records[name]['kernels'])} kernels): {walls[name]:7.1f} s  "
                   f"({walls[name] / n:.2f} s per notebook)", flush=True)
         graded = {name: scores(courses[name], students, notebooks) for name in runs}
-        if not args.no_stock:
+        if not (args.no_stock or args.per_student):
             walls["stock"] = run_stock(courses["stock"], students, notebooks)
             loads.append(os.getloadavg()[0])
             print(f"nbgrader autograde, sequential: {walls['stock']:7.1f} s  ({walls['stock'] / n:.2f} s per notebook)",
@@ -306,11 +324,14 @@ def main() -> int:
             args.scores.write_text(json.dumps({name: {"/".join(k): v for k, v in sorted(cells.items())}
                                                for name, cells in graded.items()}, indent=1))
         different = sorted((name, k) for name, other in graded.items() for k in base if other.get(k) != base[k])
+        short = short_of_full(courses["warm"], students, notebooks)
+        print(f"every correct student at full marks (warm): {'yes' if not short else 'NO'}"
+              + "".join(f"\n  short: {key}" for key in short[:20]))
         print(f"identical scores: {'yes' if not different and base else 'NO'} ({len(base)} graded cells "
               f"compared across {', '.join(graded)})")
         for name, key in different[:20]:
             print(f"  differs: {key}: warm {base[key]} {name} {graded[name].get(key)}")
-        return 0 if not different else 1
+        return 0 if not (different or short) else 1
     finally:
         if args.keep:
             print(f"courses kept in {root}")

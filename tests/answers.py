@@ -65,6 +65,23 @@ def reference_answers(notebook: str) -> dict[str, str]:
     }
 
 
+def own_answers(notebook: str, salt: str, student: str) -> dict[str, str]:
+    """The reference answers of `notebook`, each varying exercise's written for the variant the course of secret
+    `salt` gives `student` (tapelab.checker.variants.seed_for): what a student who solved their own numbers
+    hands in."""
+    from tapelab_answers import answer
+
+    from tapelab.checker.variants import seed_for
+
+    answers = reference_answers(notebook)
+    for grade_id in answers:
+        checker = exercise_named(grade_id.removesuffix("_answer"))
+        if checker.space.varies:
+            variant = checker.space.variant(seed_for(salt, student, checker.number))
+            answers[grade_id] = variant.fill(answer(checker.number).template)
+    return answers
+
+
 def mistakes(notebook: str, seed: int | None = None) -> dict[str, list[Mistake]]:
     """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py), written for the
     variant of `seed` (None: the notebook's own numbers)."""
