@@ -64,15 +64,15 @@ def ran(lab_server, browser_context) -> Iterator[tuple[LabPage, list[dict]]]:
 
 
 def test_run_all_reaches_the_last_cell_past_every_untouched_exercise(ran):
-    """After Run All with every exercise untouched, has every code cell run, the last one (a widget)
-    included, and does that widget render?"""
+    """After Run All with every exercise and prediction untouched, has every code cell run, the last one
+    included, and does the explorer (the last widget, before the optional section) render?"""
     lab, cells = ran
     code = [i for i, cell in enumerate(cells) if cell["type"] == "code"]
     not_run = [i for i in code if cells[i]["execution_count"] is None]
     assert _test_cells() and not not_run, f"cells that did not run: {not_run}"
-    last = cells[code[-1]]
-    assert any(WIDGET_MIME in output.get("data", {}) for output in last["outputs"]), last["outputs"]
-    assert lab.wait_for_widgets(code[-1], 1) == "ok"
+    widget = max(i for i in code if "Explorer(" in cells[i]["source"])
+    assert any(WIDGET_MIME in output.get("data", {}) for output in cells[widget]["outputs"]), cells[widget]["outputs"]
+    assert lab.wait_for_widgets(widget, 1) == "ok"
 
 
 def test_every_untouched_exercise_shows_the_styled_not_attempted_box(ran):
