@@ -338,6 +338,13 @@ _CATALOGUE = (
           "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
+    # predictions, notebook 03
+    Cause("gradient-not-sign", "a fast gradient sign step scaled by the gradient instead of taking its sign",
+          "Step by `epsilon * tf.sign(grad)`, so every feature moves by exactly epsilon."),
+    Cause("batch-mixed", "`batch_jacobian` of a computation that mixes the examples of the batch, which sums over them",
+          "Check against `tape.jacobian` before trusting `batch_jacobian`, or call the model with `training=False`."),
+    Cause("jacobian-pass-count", "a Jacobian's backward passes counted per input or per entry, not per output element",
+          "Count the target's elements: `tape.jacobian(y, x)` takes one backward pass per element of `y`."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
