@@ -345,6 +345,13 @@ _CATALOGUE = (
           "Record each target on its own tape (or use a persistent tape) and ask for each gradient separately."),
     Cause("value-for-slope", "the point where a function is zero taken for the point where its slope is zero",
           "Look for the x where the derivative, not the function, is zero: that is where the tangent is flat."),
+    # predictions, notebook 03
+    Cause("gradient-not-sign", "a fast gradient sign step scaled by the gradient instead of taking its sign",
+          "Step by `epsilon * tf.sign(grad)`, so every feature moves by exactly epsilon."),
+    Cause("batch-mixed", "`batch_jacobian` of a computation that mixes the examples of the batch, which sums over them",
+          "Check against `tape.jacobian` before trusting `batch_jacobian`, or call the model with `training=False`."),
+    Cause("jacobian-pass-count", "a Jacobian's backward passes counted per input or per entry, not per output element",
+          "Count the target's elements: `tape.jacobian(y, x)` takes one backward pass per element of `y`."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
