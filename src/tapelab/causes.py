@@ -338,6 +338,9 @@ _CATALOGUE = (
           "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
+    # predictions, notebook 05
+    Cause("wrong-custom-gradient", "a `tf.custom_gradient` whose `grad` is not the forward pass's derivative, used unchecked",
+          "Compare `grad` with the automatic gradient or finite differences at a few points before you rely on it."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
