@@ -352,6 +352,9 @@ _CATALOGUE = (
           "Check against `tape.jacobian` before trusting `batch_jacobian`, or call the model with `training=False`."),
     Cause("jacobian-pass-count", "a Jacobian's backward passes counted per input or per entry, not per output element",
           "Count the target's elements: `tape.jacobian(y, x)` takes one backward pass per element of `y`."),
+    # predictions, notebook 05
+    Cause("wrong-custom-gradient", "a `tf.custom_gradient` whose `grad` is not the forward pass's derivative, used unchecked",
+          "Compare `grad` with the automatic gradient or finite differences at a few points before you rely on it."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
