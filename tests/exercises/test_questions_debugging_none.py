@@ -121,8 +121,15 @@ def truth_5_9():
     return tape.gradient(y0, x0)
 
 
+def truth_5_11():
+    from tapelab.widgets.none_map import NoneMapModel
+
+    rows = NoneMapModel().rows("stop_gradient on the hidden layer")
+    return ", ".join(row.name for row in rows if row.status == "None") or "none"
+
+
 TRUTHS = {"q5_1": truth_5_1, "q5_2": truth_5_2, "q5_3": truth_5_3, "q5_5": truth_5_5, "q5_6": truth_5_6,
-          "q5_9": truth_5_9}
+          "q5_9": truth_5_9, "q5_11": truth_5_11}
 
 
 def _fresh(name: str):
@@ -178,6 +185,8 @@ def belief_guesses():
         ("q5_5", 0, list(questions.START_5)),  # one None stops the whole step
         ("q5_6", 0, "Reciprocal"),  # the first Inf is in the backward pass, as with sqrt
         ("q5_9", 0, float(tf.math.sigmoid(questions.X_9))),  # the true slope, as if the tape ignored grad
+        ("q5_11", 0, "w1, b1, w2, b2"),  # the stop silences the whole network
+        ("q5_11", 1, "w2, b2"),  # the layer after the stop loses its gradients
     ]
 
 
@@ -210,3 +219,5 @@ def test_a_wrong_guess_no_belief_gives_gets_no_cause(shown):
     message = _judge("q5_6", "Sum", truth_5_6(), shown)
     assert (message.kind, message.cause) == ("incorrect", None)
     assert "'Sum'" in message.text and repr(truth_5_6()) in message.text
+    message = _judge("q5_11", "none", truth_5_11(), shown)
+    assert (message.kind, message.cause) == ("incorrect", None)

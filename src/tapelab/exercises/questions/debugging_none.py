@@ -1,5 +1,5 @@
 """The "predict, then run" questions of 05_debugging_none (tapelab.checker.predictions), one for each teaching
-section without an exercise, except section 11 (the None-gradient map widget, not decided yet). Each
+section without an exercise; section 11's is asked before its widget, the None-gradient map, is opened. Each
 misconception tests the consequence of its belief on the guess itself: a None where TensorFlow gives a number, a
 number where it gives None, the option the belief picks, the value it computes."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 from tapelab.checker.predictions import Misconception, Question
 
-__all__ = ["q5_1", "q5_2", "q5_3", "q5_5", "q5_6", "q5_9"]
+__all__ = ["q5_1", "q5_2", "q5_3", "q5_5", "q5_6", "q5_9", "q5_11"]
 
 
 def _is_number(value) -> bool:
@@ -86,4 +86,19 @@ q5_9 = Question("5.9", misconceptions=[
                                                                           rel_tol=1e-3),
                   "You predicted the true slope of log(1 + eˣ). The tape does not differentiate the forward pass "
                   "of a `tf.custom_gradient` function or check your `grad`: it returns what `grad` returns."),
+])
+
+
+# 11. The None-gradient map, asked before it is opened: with `tf.stop_gradient` around the hidden activations of
+# the map's two-layer network, which variables' gradients are None? The stop cuts the path back into the first
+# layer only: w1 and b1.
+_MAP_CHOICES = ("none", "w1, b1", "w2, b2", "w1, b1, w2, b2")
+q5_11 = Question("5.11", kind="choice", choices=_MAP_CHOICES, misconceptions=[
+    Misconception("stop-gradient", lambda guess, truth: guess == "w1, b1, w2, b2" and truth == "w1, b1",
+                  "You predicted that the stop silences the whole network. It blocks only what flows back through "
+                  "it: the output layer's `w2` and `b2` are used after the stop and still get their gradients."),
+    Misconception("stop-gradient", lambda guess, truth: guess == "w2, b2" and truth == "w1, b1",
+                  "You predicted that the layer after the stop loses its gradients. The backward walk runs from the "
+                  "loss towards the inputs: it reaches `w2` and `b2` first and stops at the hidden activations, so "
+                  "the layer before them, `w1` and `b1`, gets `None`."),
 ])
