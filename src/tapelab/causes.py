@@ -355,6 +355,23 @@ _CATALOGUE = (
     # predictions, notebook 05
     Cause("wrong-custom-gradient", "a `tf.custom_gradient` whose `grad` is not the forward pass's derivative, used unchecked",
           "Compare `grad` with the automatic gradient or finite differences at a few points before you rely on it."),
+    # predictions, notebook 02
+    Cause("frozen-layer", "what freezing changes mistaken: `layer.trainable = False` moves weights out of "
+          "`trainable_variables` only",
+          "Count a frozen layer's weights in `model.variables` and `layer.weights`, not in `trainable_variables`."),
+    Cause("moving-statistics-trained", "batch-norm moving statistics counted as trainable weights",
+          "`moving_mean` and `moving_variance` change in training mode without gradients: `model.variables` "
+          "lists them, `trainable_variables` does not."),
+    Cause("trace-per-signature", "when a `tf.function` traces mistaken: once per new input signature, not per call",
+          "Count the distinct signatures: a tensor counts by its dtype and shape, a Python argument by its value."),
+    Cause("rate-too-high", "a learning rate above the stability limit 2 / (largest curvature), where each step "
+          "overshoots", "Lower the learning rate below 2 / (the largest eigenvalue of the loss's Hessian)."),
+    # predictions, notebook 06
+    Cause("loss-after-update", "the loss after the step's update expected where `fit` reports the loss measured "
+          "before it",
+          "Read a batch's reported loss as the one its forward pass computed, before the optimizer moved the weights."),
+    Cause("accumulation-per-batch", "gradients accumulated over `n` batches expected to be applied at every batch",
+          "With `gradient_accumulation_steps=n` the optimizer applies the mean gradient once every `n` batches."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
