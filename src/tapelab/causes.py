@@ -338,6 +338,14 @@ _CATALOGUE = (
           "Square in float32, `tf.square(tf.cast(g, tf.float32))`, and cast the factor back: `tf.cast(scale, g.dtype)`."),
     Cause("dtype-changed", "results returned in another dtype than the values they were computed from",
           "Cast each result back to its input's dtype: `tf.cast(result, g.dtype)`."),
+    # predictions, notebook 04
+    Cause("gradient-recorded", "a `gradient` call inside a persistent tape's `with` block, which the tape records "
+          "like any other operation", "Call `gradient` after the `with` block, unless you mean to differentiate "
+          "the gradient (then nest two tapes)."),
+    Cause("recording-paused", "a value computed inside `tape.stop_recording()`, which reaches the target as a constant",
+          "Compute what must be differentiated outside the `stop_recording()` block."),
+    Cause("list-target-summed", "a list of targets given to one `gradient` call, which differentiates their sum",
+          "Ask each target for its own sources' gradients: a persistent tape, one `gradient` call per target."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
