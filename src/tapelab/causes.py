@@ -372,6 +372,12 @@ _CATALOGUE = (
           "Read a batch's reported loss as the one its forward pass computed, before the optimizer moved the weights."),
     Cause("accumulation-per-batch", "gradients accumulated over `n` batches expected to be applied at every batch",
           "With `gradient_accumulation_steps=n` the optimizer applies the mean gradient once every `n` batches."),
+    # predictions, notebook 04
+    Cause("gradient-recorded", "a `gradient` call inside a persistent tape's `with` block, which the tape records "
+          "like any other operation", "Call `gradient` after the `with` block, unless you mean to differentiate "
+          "the gradient (then nest two tapes)."),
+    Cause("recording-paused", "a value computed inside `tape.stop_recording()`, which reaches the target as a constant",
+          "Compute what must be differentiated outside the `stop_recording()` block."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
