@@ -65,6 +65,21 @@ def reference_answers(notebook: str) -> dict[str, str]:
     }
 
 
+def variant_answers(notebook: str, salt: str, student: str) -> dict[str, str]:
+    """`reference_answers(notebook)` with each varying exercise's answer written for `student`'s variant in the
+    course of `salt` (tapelab.checker.variants.seed_for): the answer solution() gives that student."""
+    from tapelab.checker.variants import seed_for
+    from tapelab_answers import answer
+
+    answers = reference_answers(notebook)
+    for grade_id in answers:
+        checker = exercise_named(grade_id.removesuffix("_answer"))
+        if checker.space.varies:
+            variant = checker.space.variant(seed_for(salt, student, checker.number))
+            answers[grade_id] = variant.fill(answer(checker.number).template)
+    return answers
+
+
 def mistakes(notebook: str, seed: int | None = None) -> dict[str, list[Mistake]]:
     """grade_id of each answer cell -> its catalogued mistakes (tests/mistakes/<topic>.py), written for the
     variant of `seed` (None: the notebook's own numbers)."""

@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from answers import mistakes, reference_answers
+from answers import mistakes, variant_answers
 from grade_fixtures import BASIC, by_student, cell_scores, fill, load_report, outputs_text, run_grade, write
 from tapelab.checker.variants import course_variants, seed_for
 from tapelab.exercises.basic_tape import ex1_1, ex1_2, ex1_3, ex1_4
@@ -20,19 +20,9 @@ from tapelab.grading.insight import copies
 from tapelab.paths import SOLUTIONS
 from tapelab.release import ReleaseError, nbgrader_env, prepare_course, variants_salt
 from tapelab.release_variants import KEY_FILE, course_salt, pin, variants_setup_cell
-from tapelab_answers import answer
 
 pytestmark = pytest.mark.heavy(60)
 VARYING = (ex1_1, ex1_2, ex1_3)
-
-
-def _own_answers(salt: str, student: str) -> dict[str, str]:
-    """The reference answers of notebook 01, each varying exercise's written for `student`'s variant."""
-    answers = reference_answers(BASIC)
-    for checker in VARYING:
-        variant = checker.space.variant(seed_for(salt, student, checker.number))
-        answers[f"ex{checker.number.replace('.', '_')}_answer"] = variant.fill(answer(checker.number).template)
-    return answers
 
 
 @pytest.fixture(scope="module")
@@ -132,11 +122,11 @@ def graded(course, tmp_path_factory):
     1.1 and 1.4, dan a copy of cat's notebook with the names changed. One `tapelab grade` run."""
     salt = variants_salt(course)
     inbox = tmp_path_factory.mktemp("inbox")
-    ann = fill(course, BASIC, _own_answers(salt, "ann"))
+    ann = fill(course, BASIC, variant_answers(BASIC, salt, "ann"))
     wrong = {f"ex{n}_answer": mistakes(BASIC, seed_for(salt, "cat", n.replace("_", ".")))[f"ex{n}_answer"][0].code
              for n in ("1_1", "1_4")}
-    cat = fill(course, BASIC, {**_own_answers(salt, "cat"), **wrong})
-    dan = fill(course, BASIC, {**_own_answers(salt, "cat"), **{k: v.replace("tape", "t")
+    cat = fill(course, BASIC, {**variant_answers(BASIC, salt, "cat"), **wrong})
+    dan = fill(course, BASIC, {**variant_answers(BASIC, salt, "cat"), **{k: v.replace("tape", "t")
                                                                for k, v in wrong.items()}})
     for student, nb in (("ann", ann), ("bob", ann), ("cat", cat), ("dan", dan)):
         write(nb, inbox / student / f"{BASIC}.ipynb")
