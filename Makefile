@@ -52,12 +52,14 @@ postgres:
 	else echo "PostgreSQL is missing: run 'sudo make postgres' (apt-get install -y postgresql)" >&2; exit 1; fi
 
 # The course on a JupyterHub on 127.0.0.1 (as root; docs/instructor-guide.md, "Running the course on a hub"):
-# an instructor and HUB_STUDENTS demo students, nbgrader's exchange, the six notebooks released.
+# an instructor and HUB_STUDENTS demo students, nbgrader's exchange, the six notebooks released, each student
+# their own numbers (HUB_VARIANTS=notebook: the text's for everyone; set at the first start of a hub).
 # `make hub-grade A=01_basic_tape` collects, grades with tapelab and releases feedback; `make hub-stop` ends it all.
 HUB_PORT ?= 8000
 HUB_STUDENTS ?= 3
+HUB_VARIANTS ?= per-student
 hub: venv
-	$(BIN)/python grader/hub/hubctl.py start --port $(HUB_PORT) --students $(HUB_STUDENTS)
+	$(BIN)/python grader/hub/hubctl.py start --port $(HUB_PORT) --students $(HUB_STUDENTS) --variants $(HUB_VARIANTS)
 
 hub-grade: venv
 	$(BIN)/python grader/hub/hubctl.py grade $(A)

@@ -3,7 +3,9 @@
 start: refuse a checkout whose solutions/ or answers/ other users can reach; build the hub's environment
 (grader/hub/build.py); make the demo users (an instructor and N students, each home a size-capped tmpfs,
 marked as the hub's in their GECOS field); lay out the grading course from solutions/ in root's own
-folder (GRADING) and hand the instructor a copy; put the exchange on a tmpfs of its own, its top folder
+folder (GRADING), with per-student variants unless `--variants notebook` (each student's kernel takes its
+numbers from JUPYTERHUB_USER; the grader from the folder the checked collect puts the submission in, which is
+named for its owner), and hand the instructor a copy; put the exchange on a tmpfs of its own, its top folder
 root's, with the course's folder and a sticky inbound/ made before the instructor releases every notebook
 into it; start JupyterHub on 127.0.0.1 in the background (servers limited by grader/hub/limits.py) and
 return once it answers; the accounts go to grader/hub/accounts.json.
@@ -48,6 +50,7 @@ ACCOUNTS_COPY = HERE / "accounts.json"
 COURSE_ID = "tapelab"
 INSTRUCTOR = "tl-instructor"
 SECRET_PLACES = ("solutions", "answers", "grader/course")  # what students must not reach in the checkout
+VARIANTS = ("per-student", "notebook")  # tapelab.release_variants' settings (imported late: stop needs no tapelab)
 SIZES_MB = {"student": int(os.environ.get("HUB_HOME_MB", "512")),
             "instructor": int(os.environ.get("HUB_INSTRUCTOR_HOME_MB", "2048")),
             "exchange": int(os.environ.get("HUB_EXCHANGE_MB", "1024"))}
@@ -91,17 +94,20 @@ def check_checkout() -> None:
              "then run `make hub` again")
 
 
-def lay_out_course(instructor: str) -> None:
-    """Root's grading course (its config root's), then the instructor's copy of it and formgrader settings."""
+def lay_out_course(instructor: str, variants: str) -> None:
+    """Root's grading course (its config root's; `variants` a setting of tapelab.release_variants), then the
+    instructor's copy of it (its variants.key included: the instructor's to back up) and formgrader settings."""
     from tapelab.paths import assignment_names
     from tapelab.release import CONFIG_FILE, prepare_course
+    from tapelab.release_variants import KEY_FILE
 
     GRADING.mkdir(parents=True, exist_ok=True)
     os.chmod(GRADING, 0o700)
     course = GRADING / "course"
     if not (course / CONFIG_FILE).is_file():
-        say(f"laying out the grading course in {course} from solutions/ (nbgrader, a few seconds a notebook)")
-        prepare_course(course, assignment_names(), exchange=False)
+        say(f"laying out the grading course in {course} from solutions/ ({variants} variants; nbgrader, a few "
+            "seconds a notebook)")
+        prepare_course(course, assignment_names(), exchange=False, variants=variants)
     with tempfile.TemporaryDirectory(dir=GRADING) as staging:
         given = Path(staging)
         shutil.copytree(course, given / "course", ignore=shutil.ignore_patterns("exchange", "submitted", "autograded",
@@ -114,6 +120,8 @@ def lay_out_course(instructor: str) -> None:
         answers = given / ".tapelab" / "answers" / "tapelab_answers"  # on the instructor's PYTHONPATH
         shutil.copytree(REPO / "answers" / "src" / "tapelab_answers", answers)
         hand_over(given, instructor, home(instructor))
+    if (course / KEY_FILE).is_file():  # the instructor's tar gave it their umask: the secret is theirs alone
+        run("chmod", "600", home(instructor) / "course" / KEY_FILE, user=instructor)
 
 
 def set_up_exchange(instructor: str) -> None:
@@ -175,7 +183,7 @@ def start_hub(port: int) -> float:
     return time.monotonic() - started
 
 
-def start(students: int, port: int) -> None:
+def start(students: int, port: int, variants: str = VARIANTS[0]) -> None:
     if os.geteuid() != 0:
         fail("`make hub` makes Unix users and runs servers as them: run it as root (sudo make hub)")
     if not shutil.which("runuser") or not shutil.which("useradd"):
@@ -195,7 +203,7 @@ def start(students: int, port: int) -> None:
     saved = RUN / "accounts.json"
     saved.write_text(json.dumps(people, indent=2))
     os.chmod(saved, 0o600)
-    lay_out_course(instructor)
+    lay_out_course(instructor, variants)
     set_up_exchange(instructor)
     seconds = start_hub(int(people["url"].rsplit(":", 1)[1]))
     say(f"JupyterHub answered {seconds:.1f} s after it started")
@@ -356,11 +364,13 @@ def main() -> None:
     up = sub.add_parser("start")
     up.add_argument("--students", type=int, default=3)
     up.add_argument("--port", type=int, default=8000)
+    up.add_argument("--variants", choices=VARIANTS, default=VARIANTS[0],
+                    help="each student their own numbers (the default), or the notebook's for everyone")
     sub.add_parser("grade").add_argument("assignment")
     sub.add_parser("stop")
     args = parser.parse_args()
     if args.verb == "start":
-        start(args.students, args.port)
+        start(args.students, args.port, args.variants)
     elif args.verb == "grade":
         grade(args.assignment)
     else:

@@ -164,11 +164,16 @@ def outputs_text(course: Path, student: str, notebook: str = BASIC) -> str:
 
 
 def cell_scores(course: Path, student: str, notebook: str = BASIC) -> dict[str, float]:
+    return {name: score for name, (score, _) in cell_grades(course, student, notebook).items()}
+
+
+def cell_grades(course: Path, student: str, notebook: str = BASIC) -> dict[str, tuple[float, float]]:
+    """grade id -> (score, max score) of each graded cell of the student's submission, from the gradebook."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         sub = gb.find_submission_notebook(notebook, notebook, student)
-        return {g.name: g.score for g in sub.grades}
+        return {g.name: (g.score, g.max_score) for g in sub.grades}
 
 
 def orphaned_sandboxes() -> list[str]:

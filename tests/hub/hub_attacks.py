@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from hubkit import (EXCHANGE, GRADING, NOTEBOOK, PYTHON, REPO, STUDENT_ENV, TIMEOUT, as_user, build, in_server,
-                    log_in, make)
+                    log_in, make, nbgrader)
 
 PAYLOAD = "window.__pwned=1;document.title='PWNED'"
 ROOT_PROOF = build.ROOT / "config-ran-as-root"
@@ -33,11 +33,6 @@ HOSTILE_CODE = ("from IPython.display import HTML, Javascript, display\n"
 
 def home(user: str) -> Path:
     return Path(pwd.getpwnam(user).pw_dir)
-
-
-def nbgrader(user: str, *args: str) -> None:
-    result = as_user(user, str(build.ENV / "bin" / "nbgrader"), *args, "--course", "tapelab", env=STUDENT_ENV)
-    assert result.returncode == 0, f"nbgrader {args} as {user}: {result.stdout}{result.stderr}"
 
 
 def edit(user: str, path: Path, answer_cell: str, code: str, markdown: str | None = None) -> None:

@@ -1,8 +1,10 @@
-"""What the hub's tests share: its paths, `make` and commands as a demo user, a browser log-in, and running a
-command the way a student's notebook runs it (`in_server`: the user's own server's cgroups and mount namespace).
+"""What the hub's tests share: its paths, `make` and commands as a demo user (nbgrader's student commands and
+answers written into a notebook among them), a browser log-in, and running a command the way a student's
+notebook runs it (`in_server`: the user's own server's cgroups and mount namespace).
 """
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import subprocess
@@ -35,6 +37,26 @@ def as_user(user: str, *command: str, cwd: Path | None = None, env: dict | None 
     prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
     return subprocess.run(["runuser", "-u", user, "--", *prefix, *command], capture_output=True, text=True,
                           cwd=cwd or home, timeout=timeout)
+
+
+def nbgrader(user: str, *args: str) -> None:
+    """`nbgrader ARGS --course tapelab` as `user`, with the students' nbgrader settings."""
+    result = as_user(user, str(build.ENV / "bin" / "nbgrader"), *args, "--course", "tapelab", env=STUDENT_ENV)
+    assert result.returncode == 0, f"nbgrader {args} as {user}: {result.stdout}{result.stderr}"
+
+
+def write_answers(user: str, notebook: Path, answers: dict[str, str]) -> None:
+    """Write `answers` (grade id -> code) into the user's notebook as the user (what typing them in would save)."""
+    script = ("import json, sys, nbformat\n"
+              "path, answers = sys.argv[1], json.loads(sys.argv[2])\n"
+              "nb = nbformat.read(path, as_version=4)\n"
+              "for cell in nb.cells:\n"
+              "    grade_id = cell.metadata.get('nbgrader', {}).get('grade_id')\n"
+              "    if grade_id in answers:\n"
+              "        cell.source = answers[grade_id].strip() + '\\n'\n"
+              "nbformat.write(nb, path)\n")
+    result = as_user(user, PYTHON, "-c", script, str(notebook), json.dumps(answers))
+    assert result.returncode == 0, result.stderr
 
 
 def log_in(context, url: str, person: dict):

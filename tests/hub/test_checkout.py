@@ -1,5 +1,6 @@
 """`make hub` refuses a checkout whose answers other users can reach (issue 48, class 4), and hands files to a
-user only through the user's own tar (grader/hub/users.py), so a link the user planted reaches nothing of root's.
+user only through the user's own tar (grader/hub/users.py), so a link the user planted reaches nothing of root's;
+its course's variants setting is one of tapelab's.
 """
 from __future__ import annotations
 
@@ -78,3 +79,10 @@ def test_hand_over_writes_as_the_user_so_a_planted_link_reaches_nothing_of_roots
     except SystemExit:
         pass  # tar may refuse, or replace the link: either way root's file is untouched
     assert victim.read_text() == "root's"
+
+
+def test_the_hub_offers_the_course_settings_of_variants_per_student_first():
+    """`make hub`'s `--variants` choices are tapelab's own settings, the per-student one the default."""
+    from tapelab.release_variants import NOTEBOOK, PER_STUDENT
+
+    assert hubctl.VARIANTS == (PER_STUDENT, NOTEBOOK)

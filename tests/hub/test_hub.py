@@ -1,17 +1,19 @@
 """The course on a JupyterHub, walked end to end in headless Chromium (issue 35), then attacked by its own
 students (issue 48, tests/hub/hub_attacks.py), then stopped against a resisting process.
 
-`make hub` starts the hub (an instructor and three students; the checkout's answers closed to other users
-for its life); student 1 logs in, fetches 01_basic_tape in the Assignments tab, answers Exercise 1.1 right
-and 1.2 with a known mistake, validates and submits; student 2 submits nothing; `make hub-grade` collects,
-grades with tapelab and releases feedback; student 1 fetches it and the page names the mistake. As student
-2's Unix user, none of student 1's files, the instructor's course folder, the hub's secrets or the proxy's
-token can be read; formgrader answers the instructor and no student; every listening socket is on the
-loopback address; the students' environment has no answers (graded mode). The answers are written into the
-fetched notebook as the student's Unix user (what typing them would save); Validate and Submit are clicked
-in the page. The attack tests follow on the same hub. `make hub-stop` runs even when the walk fails, and
-must leave no process and no demo user. The timings go to test-output/hub-timings.json; screenshots go to
-the test's tmp_path.
+`make hub` starts the hub (an instructor and four students, each their own numbers; the checkout's answers closed
+to other users for its life); student 1 logs in, fetches 01_basic_tape in the Assignments tab, answers Exercise 1.1
+right for its own variant and 1.2 with a known mistake, validates and submits; student 2 submits nothing; student
+4, without a browser, answers one exercise with student 1's right answer and the others right for its own numbers,
+and submits (tests/hub/hub_variants.py); `make hub-grade` collects, grades with tapelab and releases feedback;
+student 1 fetches it and the page names the mistake and shows its own numbers, other than student 4's; each is
+graded against its own variant. As student 2's Unix user, none of student 1's files, the instructor's course
+folder, the hub's secrets or the proxy's token can be read; formgrader answers the instructor and no student; every
+listening socket is on the loopback address; the students' environment has no answers (graded mode). The answers
+are written into the fetched notebook as the student's Unix user (what typing them would save); Validate and Submit
+are clicked in the page. The attack tests follow on the same hub. `make hub-stop` runs even when the walk fails,
+and must leave no process and no demo user. The timings go to test-output/hub-timings.json; screenshots go to the
+test's tmp_path.
 """
 from __future__ import annotations
 
@@ -25,14 +27,15 @@ import time
 from pathlib import Path
 
 import pytest
+from nbgrader.utils import notebook_hash
 
-from answers import mistakes, reference_answers
+pytest.register_assert_rewrite("hub_variants")
+import hub_variants  # noqa: E402
 from browser.labserver import CHROMIUM, CHROMIUM_ARGS
-from hubkit import ACCOUNTS, EXCHANGE, NOTEBOOK, REPO, RUN, TIMEOUT, as_user, build, log_in, make
+from hubkit import (  # noqa: E402
+    ACCOUNTS, EXCHANGE, NOTEBOOK, REPO, RUN, TIMEOUT, as_user, build, log_in, make, write_answers)
 
-pytestmark = [pytest.mark.browser, pytest.mark.heavy(340)]
-
-MISTAKE = mistakes(NOTEBOOK)["ex1_2_answer"][0]  # weights converted to constants: names `tape.watch(w)`
+pytestmark = [pytest.mark.browser, pytest.mark.heavy(370)]
 
 
 def free_base_port() -> int:
@@ -91,21 +94,6 @@ def hub_processes(uids: set[int]) -> list[int]:
     return pids
 
 
-def fill_answers(student: str, notebook: Path) -> None:
-    """Write the answers into the fetched notebook as the student (what typing them in would save)."""
-    answers = {"ex1_1_answer": reference_answers(NOTEBOOK)["ex1_1_answer"], "ex1_2_answer": MISTAKE.code}
-    script = ("import json, sys, nbformat\n"
-              "path, answers = sys.argv[1], json.loads(sys.argv[2])\n"
-              "nb = nbformat.read(path, as_version=4)\n"
-              "for cell in nb.cells:\n"
-              "    grade_id = cell.metadata.get('nbgrader', {}).get('grade_id')\n"
-              "    if grade_id in answers:\n"
-              "        cell.source = answers[grade_id].strip() + '\\n'\n"
-              "nbformat.write(nb, path)\n")
-    result = as_user(student, str(build.ENV / "bin" / "python"), "-c", script, str(notebook), json.dumps(answers))
-    assert result.returncode == 0, result.stderr
-
-
 @pytest.fixture(scope="module")
 def closed_checkout():
     """The checkout's answers closed to other users for the hub's life, as `make hub` demands (a clone may sit
@@ -127,7 +115,7 @@ def hub(closed_checkout):
     if (RUN / "jupyterhub.pid").exists():
         pytest.fail(f"a course hub is already set up in {build.ROOT}: run `make hub-stop` first", pytrace=False)
     started = time.monotonic()
-    up = make("hub", f"HUB_PORT={free_base_port()}", "HUB_STUDENTS=3")
+    up = make("hub", f"HUB_PORT={free_base_port()}", "HUB_STUDENTS=4")  # the default: per-student variants
     seconds = time.monotonic() - started
     try:
         assert up.returncode == 0, f"make hub failed:\n{up.stdout}\n{up.stderr}"
@@ -157,6 +145,8 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
     assert answered, hub["output"]
     timings = {"make_hub_s": round(hub["make_hub_seconds"], 1), "hub_start_s": float(answered.group(1))}
     assert url.startswith("http://127.0.0.1:") and people["course"] == "tapelab"
+    salt = hub_variants.course_salt()
+    answers, mistake = hub_variants.first_student(salt, s1)  # 1.2's mistake: names `tape.watch(w)`
     walk = time.monotonic()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
@@ -174,7 +164,8 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
             released.filter(has_text=NOTEBOOK).get_by_role("button", name="Fetch").click()
             fetched = page.locator("#fetched_assignments_list .list_item", has_text=NOTEBOOK).first
             expect(fetched).to_be_visible(timeout=TIMEOUT)
-            fill_answers(s1, home1 / NOTEBOOK / f"{NOTEBOOK}.ipynb")
+            write_answers(s1, home1 / NOTEBOOK / f"{NOTEBOOK}.ipynb", answers)
+            hub_variants.hub_names_the_student(s1)  # its validation below checks its own numbers
 
             page.locator("#fetched_assignments_list a.assignment-notebooks-link", has_text=NOTEBOOK).click()  # unfold
             validate = page.locator("#fetched_assignments_list").get_by_role("button", name="Validate")
@@ -203,10 +194,15 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
             other = context.request.get(f"{url}/user/{instructor}/formgrader")  # the instructor's, running
             assert other.status == 403 and "Manage Assignments" not in other.text(), (other.status, other.url)
 
+            second = time.monotonic()
+            handed_in = hub_variants.second_student_hands_in(salt, s1)
+            timings["second_student_s"] = round(time.monotonic() - second, 1)
+
             grading = time.monotonic()
             graded = make("hub-grade", f"A={NOTEBOOK}")
             assert graded.returncode == 0, graded.stdout + graded.stderr
             timings["hub_grade_s"] = round(time.monotonic() - grading, 1)
+            hub_variants.assert_graded_against_their_own(salt, s1, handed_in)
 
             page.locator("#refresh_assignments_list").click()
             submitted = page.locator("#submitted_assignments_list")
@@ -220,7 +216,8 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
             assert len(feedback_files) == 1, "the student's fetched feedback"
             relative = feedback_files[0].relative_to(home1)
             page.goto(f"{url}/user/{s1}/files/{relative}")
-            expect(page.locator("body")).to_contain_text(MISTAKE.says, timeout=TIMEOUT)
+            expect(page.locator("body")).to_contain_text(mistake.says, timeout=TIMEOUT)
+            hub_variants.assert_each_sees_their_own(salt, s1, page.locator("body").inner_text(), handed_in)
             page.screenshot(path=str(tmp_path / "feedback.png"), full_page=True)
             timings["walk_s"] = round(time.monotonic() - walk, 1)
         finally:
@@ -236,7 +233,8 @@ def test_a_student_submits_and_reads_the_feedback_that_names_the_mistake(hub, tm
     # Student 2, as its own Unix user, knowing every path, reads nothing of student 1's or the instructor's.
     inbound = EXCHANGE / "tapelab" / "inbound"
     submission = next(inbound.glob(f"{s1}+{NOTEBOOK}+*"))
-    released_feedback = next((EXCHANGE / "tapelab" / "feedback").glob("*.html"))
+    secret = (submission / "submission_secret.txt").read_text()  # student 1's page, named as nbgrader names it
+    released_feedback = EXCHANGE / "tapelab" / "feedback" / f"{notebook_hash(secret=secret, notebook_id=NOTEBOOK)}.html"
     secrets = [home1 / NOTEBOOK / f"{NOTEBOOK}.ipynb", submission / f"{NOTEBOOK}.ipynb",
                submission / "submission_secret.txt", released_feedback,
                Path(pwd.getpwnam(instructor).pw_dir) / "course" / "source" / NOTEBOOK / f"{NOTEBOOK}.ipynb",
