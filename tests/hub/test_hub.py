@@ -35,7 +35,7 @@ from browser.labserver import CHROMIUM, CHROMIUM_ARGS
 from hubkit import (  # noqa: E402
     ACCOUNTS, EXCHANGE, NOTEBOOK, REPO, RUN, TIMEOUT, as_user, build, log_in, make, write_answers)
 
-pytestmark = [pytest.mark.browser, pytest.mark.heavy(370)]
+pytestmark = [pytest.mark.browser, pytest.mark.heavy(600)]
 
 
 def free_base_port() -> int:
