@@ -122,3 +122,12 @@ def test_median_and_per_exercise_thresholds(shares, ok):
     result = {"notebook": "x.ipynb", "sections": [], "core_words": 10, "core_code_cells": 1,
               "exercises": [{"overlap": s} for s in shares]}
     assert practice.verdict([result])["ok"] is ok
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "solutions").glob("[0-9][0-9]_*.ipynb")))
+def test_every_teaching_section_of_the_course_gives_the_student_something_to_do(name):
+    """Does each teaching section of each instructor notebook hold an exercise or a prediction (issue 51)? The
+    tool's other measures (overlap, core-path length) are reported by `python tools/practice.py`, not held here."""
+    result = practice.measure(REPO / "solutions" / f"{name}.ipynb")
+    bare = [s["title"] for s in result["sections"] if s["teaching"] and not s["task"]]
+    assert result["sections"] and not bare, f"{name}: sections without a task: {bare}"
