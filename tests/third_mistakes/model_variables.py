@@ -249,10 +249,10 @@ def make_accumulating_step(model):
     def step(x, y):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
-            state["loss"] = state["loss"] + loss
+            state["loss"] = state["loss"] + loss / 2
         state["calls"] += 1
         if state["calls"] == 2:
-            optimizer.apply(tape.gradient(state["loss"] / 2, variables), variables)
+            optimizer.apply(tape.gradient(state["loss"], variables), variables)
             state["loss"], state["calls"] = 0.0, 0
 
     return step
