@@ -360,4 +360,46 @@ def safe_step(model, optimizer, x, y):
             "check, and its result (None) is not a function; wrap the update in a function that `tf.cond` calls "
             "only when `ok` is True."),
     ],
+    "ex6_6_answer": [
+        Fresh("a Mean metric fed each batch's mean, unweighted", '''
+def evaluate(model, dataset):
+    val_loss = keras.metrics.Mean()
+    for x, y in dataset:
+        val_loss.update_state(tf.reduce_mean($fn(y - model(x, training=False))))
+    return float(val_loss.result())
+''', "loss-not-weighted", "A `Mean` fed one batch mean per batch averages the batch means: the short last batch "
+            "counts as much as a full one. Pass `sample_weight=len(x)` to `update_state`, or add up the errors of "
+            "every row and divide by the number of rows."),
+        Fresh("the total never divided", '''
+def evaluate(model, dataset):
+    total = 0.0
+    for x, y in dataset:
+        total += float(tf.reduce_sum($fn(y - model(x, training=False))))
+    return total
+''', "sum-not-mean", "That is the sum of every row's error; the mean divides it by the number of rows."),
+        Fresh("a predict helper that keeps training mode", '''
+def evaluate(model, dataset):
+    def predict(x):
+        return model(x, training=True)
+
+    total, count = 0.0, 0
+    for x, y in dataset:
+        errors = $fn(y - predict(x))
+        total += float(tf.reduce_sum(errors))
+        count += int(tf.size(errors))
+    return total / count
+''', "training-mode", "The helper calls the model with `training=True`: `BatchNormalization` uses each batch's own "
+            "statistics and moves its moving ones, and `Dropout` drops inputs. Evaluate with `training=False`."),
+        Fresh("the batch size read from the first batch", '''
+def evaluate(model, dataset):
+    total, batches, batch_size = 0.0, 0, None
+    for x, y in dataset:
+        if batch_size is None:
+            batch_size = x.shape[0]
+        total += float(tf.reduce_sum($fn(y - model(x, training=False))))
+        batches += 1
+    return total / (batches * batch_size)
+''', "rows-miscounted", "Multiplying the number of batches by the first batch's size counts the short last batch "
+            "as full: count each batch's own rows."),
+    ],
 }

@@ -218,4 +218,94 @@ def make_running_mean():
 ''', ("trace-time-state", "replaced-by-tensor"), "`total = total + value` rebinds the Python name while tracing, "
             "so the graph adds each value to 0 and never to the variable: write `total.assign_add(value$sqr)`."),
     ],
+    "ex2_6_answer": [
+        Fresh("the sums started afresh inside step", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        sums = [tf.zeros_like(v) for v in variables]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        sums = [s + g for s, g in zip(sums, tape.gradient(loss, variables))]
+        calls += 1
+        if calls == $k:
+            optimizer.apply([s / $k for s in sums], variables)
+            calls = 0
+
+    return step
+''', "accumulator-replaced", "The sums are created inside `step`, so each call starts from zeros and only the last "
+            "micro-batch's gradients reach `apply`. Create the accumulators once, in `make_accumulating_step`."),
+        Fresh("divided by k twice", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True))) / $k
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', "constant-factor", "The loss is already divided by $k, so the accumulators hold the mean; dividing again makes "
+            "the step $k times too small. Divide once."),
+        Fresh("the accumulators rebound, not emptied", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc = tf.zeros_like(acc)
+            calls = 0
+
+    return step
+''', "accumulators-not-reset", "`acc = tf.zeros_like(acc)` rebinds the loop name and leaves the variable full, so the "
+            "second step adds the first step's gradients again. Empty each in place: `acc.assign(tf.zeros_like(acc))`."),
+        Fresh("the count tested before it is incremented", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        if calls % $k == 0:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+        calls += 1
+
+    return step
+''', "applied-per-micro-batch", "The count is tested before it is incremented, so the first call (count 0) already "
+            "applies one micro-batch's gradients. Count the call first, then apply when the count reaches $k."),
+    ],
 }

@@ -565,3 +565,58 @@ MISTAKES["ex6_3_answer"] += [
         norm=_NORM.replace("tf.square(g)", "tf.square(tf.cast(g, tf.float32))"),
         scale="tf.minimum(1.0, max_norm / global_norm)"), "cast the factor back"),
 ]
+
+MISTAKES["ex6_6_answer"] = [
+    Mistake("validated in training mode", '''
+def evaluate(model, dataset):
+    total, count = 0.0, 0
+    for x, y in dataset:
+        errors = $fn(y - model(x, training=True))
+        total += float(tf.reduce_sum(errors))
+        count += int(tf.size(errors))
+    return total / count
+''', "Call `model(x, training=False)`"),
+    Mistake("the mean of the batch means", '''
+def evaluate(model, dataset):
+    losses = []
+    for x, y in dataset:
+        losses.append(tf.reduce_mean($fn(y - model(x, training=False))))
+    return float(tf.reduce_mean(losses))
+''', "plain mean of the 3 batch means"),
+    Mistake("an optimizer step while evaluating", '''
+def evaluate(model, dataset):
+    optimizer = keras.optimizers.SGD(0.01)
+    total, count = 0.0, 0
+    for x, y in dataset:
+        with tf.GradientTape() as tape:
+            errors = $fn(y - model(x, training=False))
+            loss = tf.reduce_mean(errors)
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        total += float(tf.reduce_sum(errors))
+        count += int(tf.size(errors))
+    return total / count
+''', "changed the model's weights"),
+    Mistake("only the last batch's loss", '''
+def evaluate(model, dataset):
+    for x, y in dataset:
+        loss = tf.reduce_mean($fn(y - model(x, training=False)))
+    return float(loss)
+''', "the last batch alone"),
+    Mistake("return inside the loop", '''
+def evaluate(model, dataset):
+    total, count = 0.0, 0
+    for x, y in dataset:
+        errors = $fn(y - model(x, training=False))
+        total += float(tf.reduce_sum(errors))
+        count += int(tf.size(errors))
+        return total / count
+''', "did you `return` inside the loop?"),
+    Mistake("every batch counted as full", '''
+def evaluate(model, dataset):
+    total, batches = 0.0, 0
+    for x, y in dataset:
+        total += float(tf.reduce_sum($fn(y - model(x, training=False))))
+        batches += 1
+    return total / (batches * 4)
+''', "as if every batch were full"),
+]

@@ -307,4 +307,135 @@ def make_running_mean():
     return update
 ''', "Decorate the function it returns with `@tf.function`"),
     ],
+    "ex2_6_answer": [
+        Mistake('applied after every micro-batch', '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls >= 1:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', 'Did you apply the gradients after every micro-batch?'),
+        Mistake('the sum applied, not divided by k', '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', 'times the full-batch step'),
+        Mistake('accumulators never emptied', '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            calls = 0
+
+    return step
+''', 'were not emptied after `apply`'),
+        Mistake('assign instead of assign_add', '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', 'Did each call replace or empty the accumulators'),
+        Mistake("gradients added to the model's weights", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(variables, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', "you added the gradients to the model's own variables"),
+        Mistake('the counter never set back', '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=$lr)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == $k:
+            optimizer.apply([acc / $k for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+
+    return step
+''', 'the weights had not moved'),
+    ],
 }

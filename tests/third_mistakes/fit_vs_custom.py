@@ -298,4 +298,43 @@ def safe_step(model, optimizer, x, y):
 ''', "`tf.math.is_nan` lets infinities through: an overflowing loss or gradient is applied. Test with "
             "`tf.math.is_finite`, which rejects both.", TF + "21363"),
     ],
+    "ex6_6_answer": [
+        Reported("validation run in training mode", '''
+def evaluate(model, dataset):
+    total, count = 0.0, 0
+    for x, y in dataset:
+        predictions = model(x, training=True)
+        errors = tf.square(y - predictions)
+        total += float(tf.reduce_sum(errors))
+        count += int(tf.size(errors))
+    return total / count
+''', "The validation pass calls the model with `training=True`: `BatchNormalization` normalises each batch by its own "
+            "statistics and moves its moving ones, and `Dropout` drops inputs, so the loss is noisy and evaluating "
+            "changes the model. Call `model(x, training=False)`.", TF + "33771"),
+        Reported("the plain mean of the batch losses", '''
+def evaluate(model, dataset):
+    losses_val = []
+    for x, y in dataset:
+        losses_val.append(float(tf.reduce_mean(tf.square(y - model(x, training=False)))))
+    return float(np.mean(losses_val))
+''', "`np.mean` of the batch losses counts the short last batch as much as a full one, so its few rows weigh "
+            "more than the others. Weight each batch loss by its rows, or add up every row's error and divide by "
+            "the number of rows.", "https://github.com/https-deeplearning-ai/tensorflow-3/issues/3"),
+        Reported("the last validation batch's loss logged", '''
+def evaluate(model, dataset):
+    for x, y in dataset:
+        val_loss = tf.reduce_mean(tf.square(y - model(x, training=False)))
+    return float(val_loss)
+''', "Only the loss of the last validation batch survives the loop; the value must combine every batch, each row "
+            "counted once.", "https://github.com/NVIDIA/DeepLearningExamples/pull/299"),
+        Reported("the batch means summed", '''
+def evaluate(model, dataset):
+    val_loss = 0.0
+    for x, y in dataset:
+        val_loss += float(tf.reduce_mean(tf.square(y - model(x, training=False))))
+    return val_loss
+''', "Adding up the batch means gives a number that grows with the number of batches; the validation loss is the "
+            "mean over every row: the sum of the row errors divided by the number of rows.",
+            "https://github.com/davidnabergoj/torchflows/issues/7"),
+    ],
 }

@@ -215,4 +215,96 @@ def make_running_mean():
             "so every call computes `(0 + value) / 1`. Update them in place: `total.assign_add(value)` and "
             "`count.assign_add(1.0)`.", TF + "31363"),
     ],
+    "ex2_6_answer": [
+        Reported("the accumulated gradients applied as their sum", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=0.1)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == 2:
+            optimizer.apply(accumulators, variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+            calls = 0
+
+    return step
+''', "The accumulators hold the sum of the 2 micro-batch gradients, and applying that sum makes twice the full-batch "
+            "step (as if the learning rate were doubled). Apply their mean: divide by 2.",
+            "https://github.com/fastai/fastai/issues/3023"),
+        Reported("the losses added up across tapes", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=0.1)
+    variables = model.trainable_variables
+    state = {"loss": 0.0, "calls": 0}
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+            state["loss"] = state["loss"] + loss / 2
+        state["calls"] += 1
+        if state["calls"] == 2:
+            optimizer.apply(tape.gradient(state["loss"], variables), variables)
+            state["loss"], state["calls"] = 0.0, 0
+
+    return step
+''', "Each call has its own tape, and the last tape did not record the earlier micro-batches' losses: to it they are "
+            "constants, so the gradient is the last micro-batch's alone (halved). Accumulate the gradients, each "
+            "taken from its own tape, not the losses.", TF + "55478"),
+        Reported("the accumulation test inverted", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=0.1)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls % 2:
+            optimizer.apply([acc / 2 for acc in accumulators], variables)
+            for acc in accumulators:
+                acc.assign(tf.zeros_like(acc))
+
+    return step
+''', "`if calls % 2:` is true when the count is NOT a multiple of 2, so the step applies after the first micro-batch "
+            "and accumulates on the second: apply when `calls % 2 == 0`.",
+            "https://github.com/eriklindernoren/PyTorch-YOLOv3/pull/313"),
+        Reported("the accumulators emptied before every micro-batch", '''
+def make_accumulating_step(model):
+    optimizer = keras.optimizers.SGD(learning_rate=0.1)
+    variables = model.trainable_variables
+    accumulators = [tf.Variable(tf.zeros_like(v)) for v in variables]
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        for acc in accumulators:
+            acc.assign(tf.zeros_like(acc))
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        for acc, g in zip(accumulators, tape.gradient(loss, variables)):
+            acc.assign_add(g)
+        calls += 1
+        if calls == 2:
+            optimizer.apply([acc / 2 for acc in accumulators], variables)
+            calls = 0
+
+    return step
+''', "The accumulators are emptied at the start of every call, so only the last micro-batch's gradients are left "
+            "when the step applies. Empty them after `apply`, not before each micro-batch.",
+            "https://github.com/tientrandinh/Revisiting-Reverse-Distillation/issues/12"),
+    ],
 }

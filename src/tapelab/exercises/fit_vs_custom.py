@@ -1,6 +1,6 @@
 """Exercises of notebook 06_fit_vs_custom: a custom `train_step` that matches `fit`, two optimizers
 for two layers, clipping by global norm, fixing a Keras 2 step in the lower-level style, and (from
-`guarded_step`) a guarded step inside `tf.function`."""
+`guarded_step`) a guarded step inside `tf.function`, and (from `evaluation`) a validation loop."""
 from __future__ import annotations
 
 import keras
@@ -11,6 +11,7 @@ from tapelab.checker.wrong_answers import Alternative, matching_alternative, wro
 from tapelab.checker.compare import ATOL, RTOL, allclose, fmt, fmt_pair, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.exercises.dtype_policies import combined_dtypes, dtype_policy
+from tapelab.exercises.evaluation import ex6_6
 from tapelab.exercises.fit_match import worked_example
 from tapelab.exercises.fit_steps import CustomTrainStep, FixKeras2Step
 from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
@@ -18,7 +19,7 @@ from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.variants import Space
 
-__all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "worked_example"]
+__all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "ex6_6", "worked_example"]
 
 
 _POWER_WORDS = {1: "absolute", 2: "squared", 3: "cubed absolute", 4: "fourth-power absolute"}
