@@ -17,6 +17,7 @@ from tapelab.checker.messages import MIME, Incorrect, Message, NotAttempted
 from tapelab.paths import NOTEBOOKS, SOLUTIONS, assignment_names
 from tapelab.quiet import Quiet, StderrFd
 from tapelab.release import TEST_CELL_TAG, tag_test_cells
+from tapelab.release_predictions import empty_predictions
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -233,7 +234,8 @@ def _role(cell) -> dict:
 
 def test_the_release_tags_every_locked_test_cell_and_nothing_else(tmp_path):
     """Are the locked, graded code cells (the tests) tagged `raises-exception` on top of the cells the
-    instructor tagged (a demo that raises on purpose), and no answer cell?"""
+    instructor tagged (a demo that raises on purpose), and no answer cell? Is every source unchanged but the
+    predictions, which the student makes (tapelab.release_predictions)?"""
     name = assignment_names()[0]
     tag_test_cells(SOLUTIONS / f"{name}.ipynb", tmp_path / "tagged.ipynb")
     source = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4).cells
@@ -245,7 +247,9 @@ def test_the_release_tags_every_locked_test_cell_and_nothing_else(tmp_path):
     tests = {c.id for c in cells if _role(c).get("grade") and _role(c).get("locked") and c.cell_type == "code"}
     assert tests and not tests & tagged(source)
     assert tagged(cells) == tests | tagged(source)
-    assert [c.source for c in cells] == [c.source for c in source]
+    student = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
+    assert empty_predictions(student) > 0
+    assert [c.source for c in cells] == [c.source for c in student.cells]
 
 
 @pytest.mark.parametrize("name", assignment_names())
