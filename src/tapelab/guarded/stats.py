@@ -66,6 +66,9 @@ class GradientStats(tf.Module):
         self.histograms: tf.Variable | None = None
         self.written: tuple[int, ...] = ()  # the steps this process wrote, in order
         self._writer = None
+        self._read: int | None = None  # the step count the last device read found
+        self._polls = 0  # the polls since that read
+        self._skip = 0  # the polls left that cannot find a new record while steps and polls keep pace
 
     def __call__(self, grads: Sequence[Any], variables: Sequence[Any]) -> None:
         """Count the step; on a scheduled one keep each gradient's norm and histogram for `poll()`."""
@@ -93,10 +96,26 @@ class GradientStats(tf.Module):
         self.steps.assign_add(1)
 
     def poll(self) -> int | None:
-        """Write the statistics of the latest recorded step if they are not written yet; that step, or None."""
+        """Write the statistics of the latest recorded step if they are not written yet; that step, or None.
+
+        The device keeps only the latest record: one is lost if the next scheduled step runs before a poll
+        reads it, which polling after every step never lets happen. A poll skips the device where no new
+        record can be there if steps and polls keep pace: while each poll has followed one step (as the last two reads found), the polls
+        before the one after the next scheduled step return None without reading (a record that a burst of
+        steps reaches early is written at the poll one step per poll would reach it at); once a read finds
+        that steps and polls drifted apart (a poll without a step, several steps per poll, the count restored
+        or assigned), every poll reads until one again follows one step.
+        """
         if self.names is None:
             return None
-        step = int(self.recorded_step.numpy())
+        self._polls += 1
+        if self._skip:
+            self._skip -= 1
+            return None
+        count, step = int(self.steps.numpy()), int(self.recorded_step.numpy())
+        if self._read is not None and count - self._read == self._polls:  # one step per poll since the last read
+            self._skip = -count % self.every  # the polls before the one after the next scheduled step
+        self._read, self._polls = count, 0
         if step < 0 or (self.written and self.written[-1] == step):
             return None
         # heavy: imported only when something is written
