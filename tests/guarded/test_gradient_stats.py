@@ -170,6 +170,45 @@ def test_nothing_is_written_between_scheduled_steps(tmp_path):
     assert list(read_events(tmp_path)) == [0] and read_events(tmp_path)[0]["grad_norm/w"] == pytest.approx(5.0)
 
 
+def test_polls_drifting_from_steps_write_each_record_once_at_its_step(tmp_path):
+    """Polls that skip the device between scheduled steps: with one poll per step, two polls after a step,
+    bursts of steps between polls and a count assigned (a restore), is every record a poll could see written
+    exactly once (perhaps a few polls later), at its step (the gradient is the step + 1)?"""
+    stats = GradientStats(tmp_path, every=3)
+    variable = tf.Variable([0.0], name="w")
+    count, returned = 0, []
+
+    def step(times=1):
+        nonlocal count
+        for _ in range(times):
+            stats([tf.constant([count + 1.0])], [variable])
+            count += 1
+
+    def poll():
+        returned.extend(step for step in [stats.poll()] if step is not None)
+
+    for _ in range(8):  # one poll per step: 0, 3 and 6
+        step(), poll()
+    poll(), poll()      # two more polls without a step
+    for _ in range(2):
+        step(), poll()  # 9
+    step(2), poll()     # 12 lands within a burst
+    step(), poll(), step(), poll(), step(2), poll()  # 15
+    count = 30
+    stats.steps.assign(count)  # a restored count
+    for _ in range(5):
+        step(), poll()  # 30 and 33
+    step(3), poll()     # 36
+    for _ in range(4):
+        step(), poll()  # 39
+    stats.close()
+    assert returned == list(stats.written) == [0, 3, 6, 9, 12, 15, 30, 33, 36, 39]
+    events = read_events(tmp_path)
+    assert sorted(events) == returned
+    for at, written in events.items():
+        assert written["grad_norm/w"] == pytest.approx(at + 1.0)
+
+
 def test_importing_guarded_does_not_import_tensorboard():
     """Is TensorBoard imported only when statistics are written (not by `import tapelab.guarded`)?"""
     code = "import sys, tapelab.guarded; print(sorted(m for m in sys.modules if m.startswith('tensorboard')))"

@@ -1,15 +1,15 @@
 """Per-variable gradient statistics for TensorBoard: what TF1's `write_grads` gave, compiled-safe.
 
-In the step (eagerly, in `tf.function`, in `fit`'s compiled `train_step`, XLA included), `GradientStats`
-counts steps in a variable and, on scheduled steps only (every `every`-th, from the first), computes each
-gradient's norm and histogram buckets inside a `tf.cond` and keeps them in variables: an unscheduled step pays
-a modulo and an untaken branch. Summary ops cannot run under XLA, so the write is the host's: `poll()` copies
-the kept statistics once and writes them with `tf.summary` (scalars `grad_norm/<path>` and `grad_norm/global`,
-histograms `grad_histogram/<path>`, at the step they belong to) into event files. `GradientStatsCallback` does
-both under `fit`: it wraps `model.optimizer.apply` while `fit` runs, so any `train_step` that applies
-gradients through the optimizer (Keras's own included) is measured, and it gives `fit` a second step function
-without the statistics for the unscheduled steps. TensorBoard itself (`tensorboard`, where `tf.summary` takes
-its ops) is imported only when something is written.
+In the step (eagerly, in `tf.function`, in `fit`'s compiled `train_step`, XLA included), `GradientStats` counts
+steps in a variable and, on scheduled steps only (every `every`-th, from the first), computes each gradient's norm
+and histogram buckets inside a `tf.cond` of its own and keeps them in variables: an unscheduled step pays a modulo
+and the untaken branches (eagerly, the modulo alone). Summary ops cannot run under XLA, so the write is the
+host's: `poll()` copies the kept statistics once and writes them with `tf.summary` (scalars `grad_norm/<path>` and
+`grad_norm/global`, histograms `grad_histogram/<path>`, at the step they belong to) into event files.
+`GradientStatsCallback` does both under `fit`: it wraps `model.optimizer.apply` while `fit` runs, so any
+`train_step` that applies gradients through the optimizer (Keras's own included) is measured, and it gives `fit` a
+second step function without the statistics for the unscheduled steps. TensorBoard itself (`tensorboard`, where
+`tf.summary` takes its ops) is imported only when something is written.
 """
 from __future__ import annotations
 
@@ -66,6 +66,9 @@ class GradientStats(tf.Module):
         self.histograms: tf.Variable | None = None
         self.written: tuple[int, ...] = ()  # the steps this process wrote, in order
         self._writer = None
+        self._read: int | None = None  # the step count the last device read found
+        self._polls = 0  # the polls since that read
+        self._skip = 0  # the polls left that cannot find a new record while steps and polls keep pace
 
     def __call__(self, grads: Sequence[Any], variables: Sequence[Any]) -> None:
         """Count the step; on a scheduled one keep each gradient's norm and histogram for `poll()`."""
@@ -81,22 +84,52 @@ class GradientStats(tf.Module):
             raise ValueError(f"GradientStats measures one list of variables ({len(self.names)} gradients: "
                              f"{', '.join(self.names[:3])}, ...); make one GradientStats per step function")
         step = self.steps.read_value()
+        scheduled = tf.equal(step % self.every, 0)
+        if tf.executing_eagerly() and not scheduled:
+            self.steps.assign_add(1)
+            return
+        # A tf.cond per gradient, taking that gradient alone: one tf.cond taking them all kept every gradient
+        # alive until it ran, with its branch's buffers on top (under XLA, bench/flight.py's step needed 15.8 MB
+        # of temporary buffers instead of the plain step's 4.5 MB, 5.8 MB this way).
+        kept = [tf.cond(scheduled, lambda grad=grad: self._measure(grad), self._nothing) for _, grad in pairs]
 
         def keep():
-            dense = [tf.convert_to_tensor(grad) for _, grad in pairs]
-            self.norms.assign(tf.stack([tf.norm(tf.cast(g, tf.float64)) for g in dense]))
-            self.histograms.assign(tf.stack([histogram(g, self.buckets) for g in dense]))
+            self.norms.assign(tf.stack([norm for norm, _ in kept]))
+            self.histograms.assign(tf.stack([buckets for _, buckets in kept]))
             self.recorded_step.assign(step)
             return tf.constant(True)
 
-        tf.cond(tf.equal(step % self.every, 0), keep, lambda: tf.constant(False))
+        tf.cond(scheduled, keep, lambda: tf.constant(False))
         self.steps.assign_add(1)
 
+    def _measure(self, grad: Any) -> tuple[tf.Tensor, tf.Tensor]:
+        dense = tf.convert_to_tensor(grad)
+        return tf.norm(tf.cast(dense, tf.float64)), histogram(dense, self.buckets)
+
+    def _nothing(self) -> tuple[tf.Tensor, tf.Tensor]:
+        return tf.zeros([], tf.float64), tf.zeros([self.buckets, 3], tf.float64)
+
     def poll(self) -> int | None:
-        """Write the statistics of the latest recorded step if they are not written yet; that step, or None."""
+        """Write the statistics of the latest recorded step if they are not written yet; that step, or None.
+
+        The device keeps only the latest record: one is lost if the next scheduled step runs before a poll reads
+        it, which polling after every step never lets happen. A poll skips the device where no new record can be
+        there if steps and polls keep pace: while each poll has followed one step (as the last two reads found),
+        the polls before the one after the next scheduled step return None without reading (a record that a burst
+        of steps reaches early is written at the poll one step per poll would reach it at); once a read finds that
+        steps and polls drifted apart (a poll without a step, several steps per poll, the count restored or
+        assigned), every poll reads until one again follows one step.
+        """
         if self.names is None:
             return None
-        step = int(self.recorded_step.numpy())
+        self._polls += 1
+        if self._skip:
+            self._skip -= 1
+            return None
+        count, step = int(self.steps.numpy()), int(self.recorded_step.numpy())
+        if self._read is not None and count - self._read == self._polls:  # one step per poll since the last read
+            self._skip = -count % self.every  # the polls before the one after the next scheduled step
+        self._read, self._polls = count, 0
         if step < 0 or (self.written and self.written[-1] == step):
             return None
         # heavy: imported only when something is written
@@ -135,7 +168,7 @@ class GradientStatsCallback(keras.callbacks.Callback):
     unscaled, and a scheduled step whose update the loss scaling skips writes nothing.
 
     With `steps_per_execution` above 1, or `wrap_optimizer=False` (a `train_step` override that calls
-    `stats` itself), there is one step function and `stats` decides in it (the `tf.cond` on its own step
+    `stats` itself), there is one step function and `stats` decides in it (the `tf.cond`s on its own step
     count); then the latest recorded step is written after each execution.
     """
 
