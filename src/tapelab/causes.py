@@ -329,6 +329,8 @@ _CATALOGUE = (
           "Multiply the local derivative by the upstream gradient your `grad` function is given."),
     Cause("no-custom-gradient", "the gradient left to autodiff where the exercise asks for `tf.custom_gradient`",
           "Decorate the function with `@tf.custom_gradient` and return the value with its `grad(upstream)`."),
+    Cause("custom-gradient-return", "a `tf.custom_gradient` function that does not return `(value, backward)`",
+          "Return the value and the backward function defined inside: `return value, backward`."),
     Cause("direction-dropped", "the outer gradient of the whole gradient (H·1, summed components) where H·v is asked",
           "Differentiate the scalar `tf.reduce_sum(g * v)`, or pass `output_gradients=v` to the outer `gradient`."),
     Cause("hessian-formed", "the full Hessian built (`jacobian`) where only its product with a vector is asked for",

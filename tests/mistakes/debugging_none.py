@@ -260,5 +260,11 @@ def log_sigmoid(x):
 def log_sigmoid(x):
     return tf.math.log_sigmoid($k * x)
 ''', "with `@tf.custom_gradient`"),
+        Mistake("decorated, but only the value returned", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z)))
+''', "must return two things"),
     ],
 }

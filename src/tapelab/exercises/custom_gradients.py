@@ -58,8 +58,8 @@ class StableLogSigmoid(Exercise):
     praise = "finite everywhere, value and gradient, and your backward function passes the upstream gradient on."
     hints = (
         "log σ(z) = −log(1 + e^(−z)) overflows for large negative z. Split by sign: for z < 0 write it as "
-        "z − log(1 + e^z), so that the exponential you take is never of a large positive number. "
-        "`tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z)))` does both at once.",
+        "z − log(1 + e^z), so that the exponential you take is never of a large positive number. Both forms "
+        "are min(z, 0) − log(1 + e^(−|z|)): `tf.minimum`, `tf.abs` and `tf.math.log1p` write it without an `if`.",
         "d/dz log σ(z) = 1 − σ(z) = σ(−z), and z = ${k}x adds the chain-rule factor ${k}. Inside, define "
         "`def backward(dy):` that returns `dy * ${k} * tf.sigmoid(-z)`, and return `value, backward`.",
     )
@@ -76,12 +76,19 @@ class StableLogSigmoid(Exercise):
                 y = fn(x)
             return y, tape.gradient(y, x, output_gradients=dy) if y is not None else None
 
-        y, grad = self.run(forward_and_back, f"Calling `log_sigmoid({shown})` and differentiating it").value
+        try:
+            y, grad = self.run(forward_and_back, f"Calling `log_sigmoid({shown})` and differentiating it").value
+        except Incorrect as error:
+            if error.cause is None and "unpack" in str(error) and _uses_custom_gradient(fn):
+                raise Incorrect(f"{error.observed or error} A function decorated with `@tf.custom_gradient` must "
+                                "return two things, the value and its backward function: `return value, backward`, "
+                                "with `def backward(dy):` defined inside it.", cause="custom-gradient-return") from None
+            raise
         z = k * points
         problem = wrong_value(f"log_sigmoid({shown})", _log_sigmoid(z), y, [
             Alternative("log σ(x) without the scale", _log_sigmoid(points), "missing-term",
                         f"That is log σ(x): the scale {k} inside is missing. Compute `z = {k} * x` first."),
-            Alternative("log σ(−kx)", _log_sigmoid(-z), "sign-flipped",
+            Alternative("log σ(−kx)", _log_sigmoid(-z), "wrong-target",
                         f"That is log σ(−{k}x) = log(1 − σ({k}x)). Did you flip the sign of `z`?")],
             otherwise=f"Is it log σ({k}x), elementwise?")
         self._raise_non_finite(problem, y, points, "value")
