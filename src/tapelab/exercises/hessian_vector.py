@@ -56,7 +56,7 @@ class HessianVector(Exercise):
                  "g·v of the inner tape's gradient g with `v`. The rule of Exercise 4.3 holds: two nested tapes, "
                  "one per order of derivative.")
     visible_cases = (_VISIBLE,)
-    praise = "the outer tape differentiated one scalar, g·v: H·v at the cost of about two gradients, and no H."
+    praise = "the outer tape differentiated one scalar, g·v: H·v for a small multiple of a gradient's cost, and no H."
     hints = (
         "H·v is the gradient of g·v, where g is the gradient: v does not depend on x, so differentiating the "
         "scalar g·v with respect to x gives H·v.",
