@@ -1,5 +1,7 @@
 """Departures the code shows on its own (tapelab.checker.departure), and every reference held to them: a
 reference answer reads every parameter its exercise does not list in `unread_parameters`."""
+import inspect
+
 import pytest
 
 from answers import define
@@ -23,7 +25,9 @@ def test_every_reference_reads_its_parameters(exercise):
     exec(compile(exercise.setup, f"<setup {exercise.notebook}>", "exec"), namespace)
     before = set(namespace)
     define(exercise.reference, f"reference {exercise.answer_id}", namespace)
-    functions = [v for k, v in namespace.items() if k not in before and callable(v) and hasattr(v, "__code__")]
+    # a function, or what a decorator made of one (`@tf.custom_gradient` keeps it as `__wrapped__`)
+    functions = [v for k, v in namespace.items()
+                 if k not in before and callable(v) and hasattr(inspect.unwrap(v), "__code__")]
     checker = next(v for k, v in namespace.items() if k.startswith("ex") and hasattr(v, "unread_parameters")
                    and v.answer in {f.__name__ for f in functions})
     fn = next(f for f in functions if f.__name__ == checker.answer)

@@ -1,4 +1,4 @@
-"""Exercises 4.3 and 4.4 of 04_persistent_tapes ask for nested tapes where one persistent tape gives the same
+"""Exercises 4.3 to 4.5 of 04_persistent_tapes ask for nested tapes where one persistent tape gives the same
 value: the exercise text and the check's feedback must state the same rule and the same reason for it."""
 import re
 
@@ -15,8 +15,9 @@ REASON = "each ordinary tape drops its record by itself after its one call"
 EXERCISES = {e.answer_id: e for e in exercises(NOTEBOOK)}
 # the mistakes that get the right value from one persistent tape (its first `gradient` inside the block)
 RIGHT_VALUE_ONE_TAPE = {"one persistent tape, first gradient inside the block",
-                        "one persistent tape kept after the second derivative", "one persistent tape for the Hessian"}
-ONE_TAPE = [(gid, m) for gid in ("ex4_3_answer", "ex4_4_answer") for m in mistakes(NOTEBOOK)[gid]
+                        "one persistent tape kept after the second derivative", "one persistent tape for the Hessian",
+                        "one persistent tape for H·v"}
+ONE_TAPE = [(gid, m) for gid in ("ex4_3_answer", "ex4_4_answer", "ex4_5_answer") for m in mistakes(NOTEBOOK)[gid]
             if m.name in RIGHT_VALUE_ONE_TAPE]
 
 
@@ -32,10 +33,10 @@ def _exercise_text(answer_id: str) -> str:
     return _plain(cells[at - 1].source)
 
 
-def test_both_exercise_texts_state_the_nested_rule():
-    """Do the tasks of 4.3 and 4.4 both ask for one tape per order of derivative?"""
-    assert RULE in _exercise_text("ex4_3_answer")
-    assert RULE in _exercise_text("ex4_4_answer")
+def test_every_exercise_text_states_the_nested_rule():
+    """Do the tasks of 4.3, 4.4 and 4.5 all ask for one tape per order of derivative?"""
+    for answer_id in ("ex4_3_answer", "ex4_4_answer", "ex4_5_answer"):
+        assert RULE in _exercise_text(answer_id), answer_id
 
 
 def test_exercise_text_gives_the_release_as_the_reason():

@@ -188,4 +188,46 @@ def checked_apply(optimizer, grads, variables):
 ''', "lists-healthy-variables", "You raise at the first `None`, so the message names `aux/kernel` but not "
      "`aux/bias`; collect every path whose gradient is `None` first, then raise one error naming them all."),
     ],
+    "ex5_6_answer": [
+        Fresh("the scale left out of the backward function", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return dy * tf.sigmoid(-z)
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "missing-local-derivative", "d/dx log σ($k x) = $k σ(−$k x): the chain rule's factor $k from z = $k x is "
+           "missing in `backward`."),
+        Fresh("a custom gradient around the naive value", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return dy * $k * tf.sigmoid(-z)
+
+    return tf.math.log(tf.sigmoid(z)), backward
+''', "non-finite-value", "The gradient is right, but the value is still log(σ(z)), which is `-inf` once σ(z) "
+           "underflows to 0 at large negative x; compute it as min(z, 0) − log(1 + e^(−|z|))."),
+        Fresh("the backward function with a minus sign", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return -dy * $k * tf.sigmoid(-z)
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "sign-flipped", "log σ is increasing, so its derivative is positive: drop the minus sign in `backward`."),
+        Fresh("the scale forgotten in the value", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    def backward(dy):
+        return dy * $k * tf.sigmoid(-$k * x)
+
+    return tf.minimum(x, 0.0) - tf.math.log1p(tf.exp(-tf.abs(x))), backward
+''', "missing-term", "The value is log σ(x), not log σ($k x): compute `z = $k * x` and use it in the value too."),
+    ],
 }

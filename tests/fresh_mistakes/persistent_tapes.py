@@ -194,4 +194,52 @@ def hessian(f, x):
 ''', ("no-tape", "no-tape-used"), "`tf.hessians` is built on `tf.gradients`, which works only in graph mode "
            "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, x)`."),
     ],
+    "ex4_5_answer": [
+        Fresh("the inner gradient returned", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return grad
+''', "first-derivative", "You return `grad`, the first derivative; H·v is the outer tape's gradient of "
+           "`grad_dot_v`: `return outer.gradient(grad_dot_v, x)`."),
+        Fresh("x and v both as sources of the outer gradient", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    v = tf.Variable(v)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, [x, v])
+''', "wrong-source", "`v` is a fixed direction, not something to differentiate: with `[x, v]` you get H·v "
+           "and the gradient as a list. Differentiate with respect to `x` only."),
+        Fresh("x a constant watched by the inner tape only", '''
+def hvp(x, v):
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, x)
+''', "not-watched", "`x` is a constant, and only `inner` watches it: the outer tape never follows `x`, so its "
+           "gradient is None. Call `outer.watch(x)` too, or make `x` a `tf.Variable`."),
+        Fresh("the inner product taken after the outer block", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+    grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, x)
+''', "outside-tape", "`grad_dot_v` is computed after the outer `with` block, so the outer tape never recorded "
+           "it and its gradient is None; indent that line into the block."),
+    ],
 }

@@ -226,4 +226,45 @@ def checked_apply(optimizer, grads, variables):
     raise ValueError(f"refusing the step: no gradient for {missing}")
 ''', "although every gradient exists"),
     ],
+    "ex5_6_answer": [
+        Mistake("the naive formula, no custom gradient", '''
+def log_sigmoid(x):
+    return tf.math.log(tf.sigmoid($k * x))
+''', "is not finite"),
+        Mistake("σ(z) where 1 − σ(z) belongs", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return dy * $k * tf.sigmoid(z)
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "the derivative of log(1 + e^"),
+        Mistake("the upstream gradient ignored", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return $k * tf.sigmoid(-z)
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "ignores the upstream gradient"),
+        Mistake("the stable formula left to autodiff", '''
+def log_sigmoid(x):
+    z = $k * x
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z)))
+''', "one side of each kink"),
+        Mistake("tf.math.log_sigmoid with no gradient of your own", '''
+def log_sigmoid(x):
+    return tf.math.log_sigmoid($k * x)
+''', "with `@tf.custom_gradient`"),
+        Mistake("decorated, but only the value returned", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z)))
+''', "must return two things"),
+    ],
 }

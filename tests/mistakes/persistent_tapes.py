@@ -258,4 +258,57 @@ def hessian(f, x):
     return h
 ''', "one per order of derivative"),
     ],
+    "ex4_5_answer": [
+        Mistake("inner gradient called outside the outer with", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+    grad = inner.gradient(f_x, x)
+    grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, x)
+''', "inside the `with tf.GradientTape() as outer:` block"),
+        Mistake("outer gradient of the whole gradient, v forgotten", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+    return outer.gradient(grad, x)
+''', "That is H·1"),
+        Mistake("differentiated with respect to v", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    v = tf.Variable(v)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, v)
+''', "`v` is a fixed direction"),
+        Mistake("one persistent tape for H·v", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = tape.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    hv = tape.gradient(grad_dot_v, x)
+    del tape
+    return hv
+''', "Did you nest two tapes"),
+        Mistake("the Hessian formed, then multiplied by v", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = $a * x[0] ** 2 * x[1] + $b * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+    hessian = outer.jacobian(grad, x)
+    return tf.linalg.matvec(hessian, v)
+''', "you formed the whole Hessian"),
+    ],
 }

@@ -192,4 +192,48 @@ def checked_apply(optimizer, grads, variables):
             "layer is at fault; the task asks for `v.path` (`aux/kernel`).",
             "https://github.com/tensorlayer/SRGAN/issues/143"),
     ],
+    "ex5_6_answer": [
+        Reported("log of the sigmoid written out, autodiff through exp", '''
+def log_sigmoid(x):
+    return tf.math.log(1.0 / (1.0 + tf.exp(-2 * x)))
+''', "At x = −200, exp(400) overflows float32, so the value is `-inf` and its autodiff gradient NaN; write the "
+            "value in a form whose exponentials never overflow, and the gradient yourself with `tf.custom_gradient`.",
+            "https://github.com/tracel-ai/burn/issues/1139"),
+        Reported("the derivative written with exp(−z) in the backward function", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = 2 * x
+
+    def backward(dy):
+        return dy * 2 * tf.exp(-z) / (1.0 + tf.exp(-z))
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "The value is fine, but e^(−z) / (1 + e^(−z)) is inf / inf = NaN once e^(−z) overflows at large negative x; "
+            "use `tf.sigmoid(-z)`, which saturates instead of overflowing.",
+            "https://github.com/jeshraghian/snntorch/issues/427"),
+        Reported("an epsilon inside the log", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = 2 * x
+
+    def backward(dy):
+        return dy * 2 * tf.sigmoid(-z)
+
+    return tf.math.log(tf.sigmoid(z) + 1e-9), backward
+''', "The epsilon keeps the value finite but wrong: at x = −200 it gives log(1e-9) ≈ −20.7 where log σ(−400) is "
+            "−400. Compute log σ exactly, as min(z, 0) − log(1 + e^(−|z|)).",
+            "https://github.com/slryou41/AnchorLoss/issues/2"),
+        Reported("the backward function returns the local derivative only", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = 2 * x
+
+    def backward(dy):
+        return 2 * tf.sigmoid(-z)
+
+    return tf.minimum(z, 0.0) - tf.math.log1p(tf.exp(-tf.abs(z))), backward
+''', "`backward` must return the upstream gradient `dy` times the local derivative (the chain rule); returning the "
+            "local derivative alone is right only when nothing follows the function.",
+            "https://github.com/tensorflow/tensorflow/pull/41927"),
+    ],
 }

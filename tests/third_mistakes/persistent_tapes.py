@@ -189,4 +189,50 @@ def hessian(f, x):
 ''', "`batch_jacobian` treats the first axis as a batch of independent examples and needs rank-2 inputs; "
             "`x` is one 1-D point, so use `outer.jacobian(g, x)`.", TF + "38428"),
     ],
+    "ex4_5_answer": [
+        Reported("the second gradient of the whole gradient vector", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = 0.5 * x[0] ** 2 * x[1] + 4 * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+    return outer.gradient(grad, x)
+''', "The outer `gradient` of a vector differentiates the sum of its components, which gives the row sums of the "
+            "Hessian, H·1, and `v` is never used; differentiate the scalar `tf.reduce_sum(grad * v)`.",
+            "https://github.com/StatMixedML/DGBM/issues/1"),
+        Reported("one persistent tape, the first gradient inside its block", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape(persistent=True) as tape:
+        f_x = 0.5 * x[0] ** 2 * x[1] + 4 * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = tape.gradient(f_x, x)
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return tape.gradient(grad_dot_v, x)
+''', "The value is right, but the exercise asks for two nested tapes, not one persistent tape that records its own "
+            "gradient call (and is never deleted): an inner tape for the gradient inside an outer one for H·v.",
+            TF + "41510"),
+        Reported("the gradient taken out of the tape as NumPy", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = 0.5 * x[0] ** 2 * x[1] + 4 * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x).numpy()
+        grad_dot_v = tf.reduce_sum(grad * v)
+    return outer.gradient(grad_dot_v, x)
+''', "`.numpy()` turns the gradient into a NumPy array, so the outer tape sees a constant and cannot differentiate "
+            "it: the result is None. Keep `grad` a tensor.", "https://github.com/JuliaDiff/ReverseDiff.jl/issues/105"),
+        Reported("the full Hessian, then a product with v", '''
+def hvp(x, v):
+    x = tf.Variable(x)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f_x = 0.5 * x[0] ** 2 * x[1] + 4 * tf.sin(x[1] * x[2]) + x[2] ** 4
+        grad = inner.gradient(f_x, x)
+    hessian = outer.jacobian(grad, x)
+    return tf.linalg.matvec(hessian, v)
+''', "The value is right, but it builds the whole n × n Hessian, which the exercise avoids: let the outer tape "
+            "differentiate the scalar g·v instead.", TF + "25040"),
+    ],
 }

@@ -16,9 +16,10 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import explain_none
 from tapelab.checker.variants import Space
+from tapelab.exercises.custom_gradients import ex5_6
 from tapelab.exercises.name_the_cause import ex5_1
 
-__all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5"]
+__all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5", "ex5_6"]
 
 def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
     """Why the gradient `gradient_name` is None: the student's own gradient call first, then a blocking op."""

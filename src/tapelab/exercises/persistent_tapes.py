@@ -16,10 +16,10 @@ from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
 from tapelab.checker.variants import Space
+from tapelab.exercises.hessian_vector import ex4_5
+from tapelab.exercises.nested_rule import INSIDE_WITH_LOG, NESTED_REMEDIES, require_nested_tapes
 
-__all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4"]
-
-_INSIDE_WITH_LOG = "significantly less efficient"
+__all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4", "ex4_5"]
 
 
 class _TapeExercise(Exercise):
@@ -28,7 +28,7 @@ class _TapeExercise(Exercise):
     def _reject_gradient_inside_with(self, facts, logs: list[str]) -> None:
         # TensorFlow logs its warning once per process, so the source is the better witness.
         inside = facts.inside_own_block()
-        if inside or any(_INSIDE_WITH_LOG in line for line in logs):
+        if inside or any(INSIDE_WITH_LOG in line for line in logs):
             call = f"`{inside[0].text()}`" if inside else "`gradient`"
             raise Incorrect(
                 f"Your values are right, but you called {call} inside the `with` block of its own tape. "
@@ -250,9 +250,7 @@ _SCALAR_FUNCTIONS = {
 
 class SecondDerivative(_TapeExercise):
     number = "4.3"
-    remedies = {"persistent": (
-        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
-        " the outer tape's `with` block, and the outer tape for the second.")}
+    remedies = NESTED_REMEDIES
     answer = "second_derivative"
     fixed_because = ("`second_derivative` is a procedure for any `f` and `x` it is given: two nested tapes hold no "
                      "numbers of their own, so only the test's functions and points could change, not what you write.")
@@ -282,20 +280,7 @@ class SecondDerivative(_TapeExercise):
             raise Incorrect(f"{problem} {differenced[1]}", cause=differenced[0])
         if problem:
             raise problem
-        _require_nested_tapes(facts, call.logs)
-
-
-def _require_nested_tapes(facts, logs: list[str]) -> None:
-    """The rule of 4.3 and 4.4: a higher derivative comes from nested tapes, not from one persistent tape."""
-    one_tape = facts.found and facts.tapes < 2
-    if one_tape or (not facts.found and any(_INSIDE_WITH_LOG in line for line in logs)):
-        raise Incorrect(
-            "Your value is right: one persistent tape that calls `gradient` inside its own block computes it too "
-            "(the one case TensorFlow's efficiency warning allows), and it needs the same intermediates at its "
-            "peak. The rule of Exercises 4.3 and 4.4 is two nested tapes, one per order of derivative, because of "
-            "the release: each ordinary tape drops its record by itself after its one call, where one persistent "
-            "tape keeps both passes until you `del` it. Did you nest two tapes, an inner one for the first "
-            "derivative inside an outer one for the second?", cause="one-tape-second-derivative")
+        require_nested_tapes(facts, call.logs)
 
 
 # ---------------------------------------------------------------- 4.4 Hessian
@@ -322,9 +307,7 @@ def _hessian(grad, point: np.ndarray) -> np.ndarray:
 
 class Hessian(_TapeExercise):
     number = "4.4"
-    remedies = {"persistent": (
-        'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
-        " the outer tape's `with` block, and the outer tape for the second.")}
+    remedies = NESTED_REMEDIES
     answer = "hessian"
     fixed_because = ("`hessian` is a procedure for any `f` and `x` it is given: two nested tapes and a `jacobian` "
                      "hold no numbers of their own, so only the test's functions and points could change, not what "
@@ -354,7 +337,7 @@ class Hessian(_TapeExercise):
             Alternative("the gradient", grad(p), "first-derivative", "That is the gradient of `f`, not its Hessian.")])
         if problem:
             raise problem
-        _require_nested_tapes(facts, call.logs)
+        require_nested_tapes(facts, call.logs)
 
 
 ex4_1 = SeveralGradients()

@@ -1,0 +1,27 @@
+"""The rule of Exercises 4.3 to 4.5 (notebook 04_persistent_tapes): a higher derivative comes from two nested
+tapes, one per order of derivative, not from one persistent tape that records its own `gradient` call."""
+from __future__ import annotations
+
+from tapelab.checker.messages import Incorrect
+
+__all__ = ["INSIDE_WITH_LOG", "NESTED_REMEDIES", "require_nested_tapes"]
+
+INSIDE_WITH_LOG = "significantly less efficient"  # TensorFlow's warning for `gradient` inside a persistent block
+
+# The generic fix these exercises rule out (tapelab.checker.premises), and the one they ask for instead.
+NESTED_REMEDIES = {"persistent": (
+    'This exercise asks for nested tapes instead: an inner tape for the first derivative, called inside'
+    " the outer tape's `with` block, and the outer tape for the second.")}
+
+
+def require_nested_tapes(facts, logs: list[str]) -> None:
+    """Raise when one tape (or, without source, TensorFlow's warning) shows the value came from one persistent tape."""
+    one_tape = facts.found and facts.tapes < 2
+    if one_tape or (not facts.found and any(INSIDE_WITH_LOG in line for line in logs)):
+        raise Incorrect(
+            "Your value is right: one persistent tape that calls `gradient` inside its own block computes it too "
+            "(the one case TensorFlow's efficiency warning allows), and it needs the same intermediates at its "
+            "peak. The rule of Exercises 4.3 to 4.5 is two nested tapes, one per order of derivative, because of "
+            "the release: each ordinary tape drops its record by itself after its one call, where one persistent "
+            "tape keeps both passes until you `del` it. Did you nest two tapes, an inner one for the first "
+            "derivative inside an outer one for the second?", cause="one-tape-second-derivative")
