@@ -57,3 +57,13 @@ def keras_may_compile_with_xla():
     yield
     if was_on:
         config.enable_op_determinism()
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """The messages tapelab's "predict, then run" questions show, in order (tapelab.checker.predictions.show)."""
+    from tapelab.checker import predictions
+
+    seen = []
+    monkeypatch.setattr(predictions, "show", seen.append)
+    return seen

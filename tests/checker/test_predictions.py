@@ -4,17 +4,10 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from tapelab.checker import predictions
 from tapelab.checker.predictions import Misconception, Question
 from tapelab.release_predictions import empty_predictions
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """The messages a question shows, in order."""
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 SUMMED = Misconception("not-reduced", lambda guess, truth: isinstance(guess, list) and sum(guess) == truth,

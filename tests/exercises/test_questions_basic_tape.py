@@ -7,15 +7,9 @@ import math
 import pytest
 import tensorflow as tf
 
-from tapelab.checker import predictions
 from tapelab.exercises.questions import basic_tape as q
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def chain() -> tf.Tensor:
@@ -59,23 +53,12 @@ CASES = [
 ]
 
 
-def fresh(question):
-    return predictions.Question(question.number, kind=question.kind, choices=question.choices,
-                                misconceptions=question.misconceptions)
-
-
 @pytest.mark.parametrize("question, truth, model, beliefs, other", CASES, ids=[c[0].number for c in CASES])
-def test_each_question(shown, question, truth, model, beliefs, other):
-    right = fresh(question)
-    right.predict(model)
-    right.reveal(truth())
-    assert shown[-1].kind == "correct", shown[-1].text
+def test_each_question(question, truth, model, beliefs, other):
+    right = question.judge(model, truth())
+    assert right.kind == "correct", right.text
     for guess, cause in beliefs:
-        wrong = fresh(question)
-        wrong.predict(guess)
-        wrong.reveal(truth())
-        assert (shown[-1].kind, shown[-1].cause) == ("incorrect", cause), (guess, shown[-1].text)
-    plain = fresh(question)
-    plain.predict(other)
-    plain.reveal(truth())
-    assert (shown[-1].kind, shown[-1].cause) == ("incorrect", None), (other, shown[-1].text)
+        wrong = question.judge(guess, truth())
+        assert (wrong.kind, wrong.cause) == ("incorrect", cause), (guess, wrong.text)
+    plain = question.judge(other, truth())
+    assert (plain.kind, plain.cause) == ("incorrect", None), (other, plain.text)

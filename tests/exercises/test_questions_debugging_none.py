@@ -17,19 +17,12 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from tapelab.checker import predictions  # noqa: E402
 from tapelab.checker.predictions import _plain  # noqa: E402
 from tapelab.exercises.questions import debugging_none as questions  # noqa: E402
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "05_debugging_none.ipynb"
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """The messages the questions show, in order."""
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def model_predictions() -> dict[str, object]:
@@ -132,18 +125,8 @@ TRUTHS = {"q5_1": truth_5_1, "q5_2": truth_5_2, "q5_3": truth_5_3, "q5_5": truth
           "q5_9": truth_5_9, "q5_11": truth_5_11}
 
 
-def _fresh(name: str):
-    """A new question like `name`, so one test's prediction does not stay recorded for the next."""
-    q = getattr(questions, name)
-    return predictions.Question(q.number, kind=q.kind, choices=q.choices, misconceptions=q.misconceptions,
-                                rtol=q.rtol, atol=q.atol)
-
-
 def _judge(name: str, guess, truth, shown):
-    question = _fresh(name)
-    question.predict(guess)
-    question.reveal(truth)
-    return shown[-1]
+    return getattr(questions, name).judge(guess, truth)
 
 
 def test_the_notebook_predicts_and_reveals_every_question():
@@ -161,7 +144,7 @@ def test_the_model_prediction_is_correct(name, shown):
 def _truth_value(name):
     """The truth as the question compares it (nested lists of floats, None kept) for a value question."""
     truth = TRUTHS[name]()
-    return _plain(truth) if _fresh(name).kind == "value" else truth
+    return _plain(truth) if getattr(questions, name).kind == "value" else truth
 
 
 def _with(values, index, new):

@@ -3,7 +3,6 @@ prediction is Correct against the value TensorFlow computes the way the notebook
 misconception explains the guess its belief gives, never the right answer."""
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tapelab.checker import predictions  # noqa: E402
 from tapelab.exercises.questions import fit_vs_custom as questions  # noqa: E402
 from tapelab.widgets.comparison import ComparisonModel  # noqa: E402
 
@@ -24,19 +22,11 @@ X = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
 Y = 2 * X + 1
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def _judge(question, guess, truth, shown):
-    """The message a fresh copy of `question` shows for `guess` once `truth` is revealed."""
-    fresh = copy.copy(question)  # the module's question keeps no prediction from another test
-    fresh.predict(guess)
-    fresh.reveal(truth)
-    return shown[-1]
+    """The message `question` gives `guess` once `truth` is revealed."""
+    return question.judge(guess, truth)
 
 
 def _model():

@@ -3,7 +3,6 @@ prediction is Correct against the value TensorFlow computes the way the notebook
 misconception explains the guess its belief gives, never the right answer."""
 from __future__ import annotations
 
-import copy
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -18,19 +17,11 @@ from tapelab.exercises.questions import model_variables as questions  # noqa: E4
 from tapelab.widgets.training import TrainingModel  # noqa: E402
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def _judge(question, guess, truth, shown):
-    """The message a fresh copy of `question` shows for `guess` once `truth` is revealed."""
-    fresh = copy.copy(question)  # the module's question keeps no prediction from another test
-    fresh.predict(guess)
-    fresh.reveal(truth)
-    return shown[-1]
+    """The message `question` gives `guess` once `truth` is revealed."""
+    return question.judge(guess, truth)
 
 
 def _truth_2_1():

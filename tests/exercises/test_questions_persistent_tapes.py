@@ -22,20 +22,11 @@ from tapelab.exercises.questions.persistent_tapes import U8, V8, W4, X5, Y5
 from tapelab.tf_log import tf_log_messages
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """The messages the questions show, in order."""
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def _judge(question, guess, truth):
-    """A fresh copy of `question` (predictions are recorded once), asked `guess` and revealed `truth`."""
-    fresh = predictions.Question(question.number, kind=question.kind, choices=question.choices,
-                                 misconceptions=question.misconceptions, rtol=question.rtol, atol=question.atol)
-    fresh.predict(guess)
-    fresh.reveal(truth)
+    """Show the message `question` gives `guess` once `truth` is revealed (the module's question records nothing)."""
+    predictions.show(question.judge(guess, truth))
 
 
 def _plain(values):

@@ -8,7 +8,6 @@ checks that the belief's own consequence is recognised, and that the right answe
 from __future__ import annotations
 
 import ast
-import copy
 import json
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tapelab.checker import predictions
 from tapelab.exercises.questions import watching_tensors as questions
 from tapelab.tf_log import tf_log_messages
 
@@ -24,12 +22,6 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "solutions" / "03_watching_tens
 EPSILON = 0.1  # the notebook's `epsilon`, set in section 8
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """The messages a question shows, in order."""
-    seen = []
-    monkeypatch.setattr(predictions, "show", seen.append)
-    return seen
 
 
 def _cells():
@@ -175,8 +167,7 @@ BELIEFS = [
 
 
 def fresh(name: str):
-    """A copy of the question `name` with no prediction recorded (the module's own stays untouched)."""
-    return copy.deepcopy(getattr(questions, name))
+    return getattr(questions, name)
 
 
 def test_every_question_is_tested_and_asked_in_the_notebook():
@@ -189,24 +180,20 @@ def test_every_question_is_tested_and_asked_in_the_notebook():
 
 
 @pytest.mark.parametrize("name", sorted(TRUTHS))
-def test_the_model_prediction_is_correct(shown, name):
+def test_the_model_prediction_is_correct(name):
     """Is the notebook's own prediction judged Correct against the value TensorFlow computes?"""
-    question = fresh(name)
-    question.predict(model_prediction(name))
-    question.reveal(TRUTHS[name]())
-    assert shown[-1].kind == "correct", shown[-1].text
+    message = fresh(name).judge(model_prediction(name), TRUTHS[name]())
+    assert message.kind == "correct", message.text
 
 
 @pytest.mark.parametrize("name, belief_guess, code", BELIEFS, ids=[f"{n}-{c}" for n, _, c in BELIEFS])
-def test_each_belief_is_named_by_its_cause(shown, name, belief_guess, code):
+def test_each_belief_is_named_by_its_cause(name, belief_guess, code):
     """Does the guess a belief gives differ from the truth, get that belief's cause and show both values?"""
     question, truth, guess = fresh(name), TRUTHS[name](), belief_guess()
     ours = [m for m in question.misconceptions if m.cause == code]
     assert ours, f"{name} has no misconception with cause {code}"
     assert any(m.explains(guess, truth) for m in ours)
-    question.predict(guess)
-    question.reveal(truth)
-    message = shown[-1]
+    message = question.judge(guess, truth)
     assert (message.kind, message.cause) == ("incorrect", code), message.text
     assert message.expected and message.actual and message.expected != message.actual
     assert any(m.belief == message.text for m in ours)
@@ -225,9 +212,7 @@ def test_no_misconception_explains_the_right_answer(name):
                                          ("q3_4", [2.0, None]),
                                          ("q3_8", [1.0, 1.0, 1.0]), ("q3_10", (2, 4)), ("q3_11", [3.0, 3.0]),
                                          ("q3_12", 1)])
-def test_a_guess_no_belief_explains_gets_no_cause(shown, name, guess):
+def test_a_guess_no_belief_explains_gets_no_cause(name, guess):
     """Is a wrong guess that none of the beliefs gives answered with the two values only, no cause?"""
-    question = fresh(name)
-    question.predict(guess)
-    question.reveal(TRUTHS[name]())
-    assert (shown[-1].kind, shown[-1].cause) == ("incorrect", None), shown[-1].text
+    message = fresh(name).judge(guess, TRUTHS[name]())
+    assert (message.kind, message.cause) == ("incorrect", None), message.text

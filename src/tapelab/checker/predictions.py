@@ -89,22 +89,25 @@ class Question:
                       "(replace `...` and run it), then run this cell again.")
             return
         self._revealed = True
+        show(self.judge(self._guess, truth))
+
+    def judge(self, guess: Any, truth: Any) -> Message:
+        """The message for prediction `guess` against `truth`: Correct, the misconception that explains the guess
+        with its cause, or both values and no cause. Records nothing (`reveal` is the notebook's way in)."""
         truth = _plain(truth) if self.kind == "value" else _shape(truth) if self.kind == "shape" else truth
         answer = _render(truth)
-        if self._matches(self._guess, truth):
-            self._say("correct", f"You predicted {_render(self._guess)}; TensorFlow gives {answer}.")
-            return
+        if self._matches(guess, truth):
+            return self._message("correct", f"You predicted {_render(guess)}; TensorFlow gives {answer}.")
         for mistake in self.misconceptions:
             try:
-                explained = bool(mistake.explains(self._guess, truth))
+                explained = bool(mistake.explains(guess, truth))
             except (TypeError, ValueError, IndexError):  # a guess of another form is not this belief's
                 explained = False
             if explained:
-                self._say("incorrect", mistake.belief, cause=mistake.cause, expected=answer,
-                          actual=_render(self._guess))
-                return
-        self._say("incorrect", f"You predicted {_render(self._guess)}; TensorFlow gives {answer}.",
-                  expected=answer, actual=_render(self._guess))
+                return self._message("incorrect", mistake.belief, cause=mistake.cause, expected=answer,
+                                     actual=_render(guess))
+        return self._message("incorrect", f"You predicted {_render(guess)}; TensorFlow gives {answer}.",
+                             expected=answer, actual=_render(guess))
 
     def _invalid(self, guess: Any) -> str:
         if self.kind == "choice" and guess not in self.choices:
@@ -124,10 +127,12 @@ class Question:
             return tuple(guess) == tuple(truth) if self.kind == "shape" else guess == truth
         return _close(_plain(guess), truth, self.rtol, self.atol)
 
-    def _say(self, kind: str, text: str, *, cause: str | None = None, expected: str | None = None,
-             actual: str | None = None) -> None:
-        show(Message(kind, text, exercise=f"question {self.number}", cause=cause, expected=expected,
-                     actual=actual))
+    def _say(self, kind: str, text: str) -> None:
+        show(self._message(kind, text))
+
+    def _message(self, kind: str, text: str, *, cause: str | None = None, expected: str | None = None,
+                 actual: str | None = None) -> Message:
+        return Message(kind, text, exercise=f"question {self.number}", cause=cause, expected=expected, actual=actual)
 
 
 def _plain(value: Any) -> Any:
