@@ -156,13 +156,12 @@ def _with(values, index, new):
 def belief_guesses():
     """(question, misconception index, the guess that belief gives, computed from the truth)."""
     t1, t2 = _truth_value("q5_1"), _truth_value("q5_2")
-    some_number = 1.0 + max(abs(v) for v in t2 if v is not None)
     return [
         ("q5_1", 0, None),  # the comparison cuts every path
         ("q5_1", 1, [None if v == 0 else v for v in t1]),  # a zero slope is None
-        ("q5_2", 0, _with(t2, 0, some_number)),  # a non-trainable variable is watched
+        ("q5_2", 0, _with(t2, 0, t2[1] * 2)),  # p watched: dp = q * r = 6 * 6, twice dq = p * r
         ("q5_2", 1, _with(t2, 1, None)),  # assign replaces the variable
-        ("q5_2", 2, _with(t2, 2, some_number)),  # r = r * 2.0 is still the variable
+        ("q5_2", 2, _with(t2, 2, t2[1])),  # r still the variable: dr = p * q = 3 * 6, as dq = p * r
         ("q5_3", 0, "A"),  # the target computed outside the tape breaks it
         ("q5_3", 1, "C"),  # reading a variable updated by assign_add breaks it
         ("q5_5", 0, list(questions.START_5)),  # one None stops the whole step
@@ -198,6 +197,8 @@ def test_a_wrong_guess_no_belief_gives_gets_no_cause(shown):
     truth = TRUTHS["q5_2"]()
     message = _judge("q5_2", [None, -1.0, None], truth, shown)
     assert (message.kind, message.cause) == ("incorrect", None)
+    for guess in ([19.0, 18.0, None], [None, 18.0, 19.0]):  # a number for p or r that no reading of them gives
+        assert _judge("q5_2", guess, truth, shown).cause is None
     assert "-1" in message.text and "None" in message.text
     message = _judge("q5_6", "Sum", truth_5_6(), shown)
     assert (message.kind, message.cause) == ("incorrect", None)

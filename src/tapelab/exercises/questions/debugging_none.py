@@ -35,8 +35,16 @@ q5_1 = Question("5.1", misconceptions=[
 
 # 2. Is the source watched? [dp, dq, dr]: p trainable=False, q.assign(q * 2.0), r = r * 2.0; the truth is
 # [None, 18, None].
+# What a watched `p` or `r` would get: the product of the other two factors, each 3.0 or, after its doubling, 6.0.
+_OTHER_TWO = (9.0, 18.0, 36.0)
+
+
+def _other_two(value) -> bool:
+    return _is_number(value) and any(math.isclose(value, v, rel_tol=1e-3) for v in _OTHER_TWO)
+
+
 q5_2 = Question("5.2", misconceptions=[
-    Misconception("not-trainable", lambda guess, truth: truth[0] is None and _entries(guess, truth)[0] is not None,
+    Misconception("not-trainable", lambda guess, truth: truth[0] is None and _other_two(_entries(guess, truth)[0]),
                   "You gave `p` a gradient. A variable created with `trainable=False` is not watched, so its "
                   "gradient is `None`, even though the loss reads it."),
     Misconception("replaced-by-tensor",
@@ -44,7 +52,7 @@ q5_2 = Question("5.2", misconceptions=[
                   "You gave `q` no gradient, as if `q.assign(...)` replaced it like `r = r * 2.0` does. `assign` "
                   "changes the variable in place, so `q` is still the watched variable."),
     Misconception("replaced-by-tensor",
-                  lambda guess, truth: truth[2] is None and _entries(guess, truth)[2] is not None,
+                  lambda guess, truth: truth[2] is None and _other_two(_entries(guess, truth)[2]),
                   "You gave `r` a gradient. `r = r * 2.0` binds `r` to a new tensor, which the tape does not "
                   "watch; the variable it came from is no longer named `r`."),
 ])

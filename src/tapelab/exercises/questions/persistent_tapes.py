@@ -46,7 +46,7 @@ q4_1 = Question("4.1", kind="choice", choices=("a number", "None", "RuntimeError
 q4_4 = Question("4.4", misconceptions=[
     Misconception(
         "gradient-recorded",
-        lambda guess, truth: truth is not None and (guess is None or _near(guess, 0.0)),
+        lambda guess, truth: truth is not None and guess is None,
         "You assumed the tape does not record its own `gradient` call. Called inside the `with` block, a "
         "persistent tape records the gradient's operations like any others (the cost the warning is about), "
         "so dy/dw is computed from w and has a derivative, 6w."),
@@ -65,7 +65,8 @@ q4_5 = Question("4.5", misconceptions=[
         "recorded, so `s` reaches z as a constant: dz/dx = 2x and dz/dy = s."),
     Misconception(
         "recording-paused",
-        lambda guess, truth: isinstance(guess, (list, tuple)) and None in guess and None not in truth,
+        lambda guess, truth: (isinstance(guess, (list, tuple)) and len(guess) == 2 and None not in truth
+                              and all(g is None for g in guess)),
         "You assumed a variable used inside `stop_recording()` gets no gradient. Only the paused product is off "
         "the record: x and y are used again after the pause, and those uses are recorded."),
 ])
