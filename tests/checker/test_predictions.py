@@ -27,6 +27,14 @@ def test_the_untouched_cell_is_not_attempted_and_records_nothing(shown):
     assert [m.kind for m in shown] == ["not-attempted", "not-attempted"]
 
 
+def test_answer_records_and_reveals_at_once_and_only_once(shown):
+    question = Question("1.4", misconceptions=[SUMMED])
+    question.answer([3.0, 4.0], 7.0)
+    question.answer(7.0, 7.0)  # the answer has been seen: the first prediction stays
+    assert [(m.kind, m.cause) for m in shown] == [("incorrect", "not-reduced"), ("task", None)]
+    assert "stays [3, 4]" in shown[-1].text
+
+
 def test_a_right_prediction_is_correct_within_the_tolerance(shown):
     question = Question("1.4")
     question.predict(7)

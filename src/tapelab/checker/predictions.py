@@ -65,22 +65,19 @@ class Question:
     def __repr__(self) -> str:
         return f"<Question {self.number}: predict with .predict(...), then run the next cell>"
 
+    @property
+    def predicted(self) -> bool:
+        """Whether a prediction is recorded (an explorer that asks first opens once it is)."""
+        return self._guess is not _UNSET
+
     def predict(self, guess: Any = ...) -> None:
         """Record `guess` as your prediction (replace `...` with it), then run the next cell to see the answer."""
         if guess is ...:
             self._say("not-attempted", "Write your prediction in place of `...` in this cell and run it; "
                       "the next cell shows the answer only after that.")
             return
-        problem = self._invalid(guess)
-        if problem:
-            self._say("not-attempted", f"Your prediction {_render(guess)} is not recorded: {problem}")
-            return
-        if self._revealed:
-            self._say("task", f"You have seen the answer already; your prediction stays "
-                      f"{_render(self._guess)}. Restart the kernel to try this question afresh.")
-            return
-        self._guess = guess
-        self._say("task", f"Prediction recorded: {_render(guess)}. Now run the next cell.")
+        if self._record(guess):
+            self._say("task", f"Prediction recorded: {_render(guess)}. Now run the next cell.")
 
     def reveal(self, truth: Any) -> None:
         """Show `truth` (what the notebook just computed) and judge the recorded prediction against it."""
@@ -90,6 +87,24 @@ class Question:
             return
         self._revealed = True
         show(self.judge(self._guess, truth))
+
+    def answer(self, guess: Any, truth: Any) -> None:
+        """Record `guess` and reveal `truth` at once: an explorer's answer box, where no next cell is run."""
+        if self._record(guess):
+            self.reveal(truth)
+
+    def _record(self, guess: Any) -> bool:
+        """Record `guess` unless it is not an answer of this kind or the answer was seen (saying why)."""
+        problem = self._invalid(guess)
+        if problem:
+            self._say("not-attempted", f"Your prediction {_render(guess)} is not recorded: {problem}")
+            return False
+        if self._revealed:
+            self._say("task", f"You have seen the answer already; your prediction stays "
+                      f"{_render(self._guess)}. Restart the kernel to try this question afresh.")
+            return False
+        self._guess = guess
+        return True
 
     def judge(self, guess: Any, truth: Any) -> Message:
         """The message for prediction `guess` against `truth`: Correct, the misconception that explains the guess

@@ -2,7 +2,8 @@
 
 Runs in the student's kernel, with ipywidgets; a notebook imports the widget's module
 (`tapelab.widgets.none_map`, ...). May import `tapelab.diagnose` (the None map draws its report), never
-the checker, grading or the CLI.
+the checker, grading or the CLI. Every explorer takes `ask=` (its section's question) and `truth=` (the
+answer the notebook computed), and then asks first (tapelab.widgets.ask).
 """
 from tapelab.widgets.tangent import TangentExplorer, TangentModel, TangentState
 

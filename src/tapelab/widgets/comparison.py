@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, show
 
@@ -174,7 +175,8 @@ class ComparisonExplorer:
     is read from the model's cache and only redrawn.
     """
 
-    def __init__(self, mode: str = "none", threshold: float = 5.0, model: ComparisonModel | None = None) -> None:
+    def __init__(self, mode: str = "none", threshold: float = 5.0, model: ComparisonModel | None = None,
+                 ask: Any = None, truth: Any = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
 
         self.model = model or ComparisonModel()
@@ -186,8 +188,9 @@ class ComparisonExplorer:
         self.busy = BusyCue([self.dropdown, self.slider])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider, self.busy.label]),
-                                    self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.dropdown, self.slider, self.busy.label]),
+                             self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(8.0, 3.0), dpi=72)
         self.figure.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.88, wspace=0.3)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import function_controls
 from tapelab.widgets.render import agg_figure, show
 
@@ -93,7 +94,8 @@ def _readout(state: HigherOrderState) -> str:
 class HigherOrderExplorer:
     """Dropdown of functions and a slider for x; plots f, f' and f'' with the point marked on each."""
 
-    def __init__(self, functions: str | Sequence[str] | None = None, x: float = 0.5) -> None:
+    def __init__(self, functions: str | Sequence[str] | None = None, x: float = 0.5, ask: Any = None,
+                 truth: Any = None) -> None:
         import ipywidgets as widgets  # here, so the model needs no widget stack
 
         self.model = HigherOrderModel()
@@ -102,7 +104,8 @@ class HigherOrderExplorer:
         lo, hi = self.model.domain
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider]), self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.dropdown, self.slider]), self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(5.8, 3.6), dpi=100)
         self.figure.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.9)
@@ -203,7 +206,7 @@ class TapeMemoryView:
 
     max_steps = 40
 
-    def __init__(self, steps: int = 10) -> None:
+    def __init__(self, steps: int = 10, ask: Any = None, truth: Any = None) -> None:
         import ipywidgets as widgets
 
         if not 0 <= steps <= self.max_steps:
@@ -213,7 +216,8 @@ class TapeMemoryView:
         self.button = widgets.Button(description="del tape", icon="trash")
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.slider, self.button]), self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.slider, self.button]), self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(5.8, 1.6), dpi=100)
         self.figure.subplots_adjust(left=0.04, right=0.98, bottom=0.3, top=0.8)

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.diagnose import Report, diagnose
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import BusyCue
 
 __all__ = ["NoneMap", "NoneMapModel", "Row"]
@@ -184,7 +185,7 @@ class NoneMap:
     A bug shown for the first time builds its network and runs the diagnosis, under the busy cue.
     """
 
-    def __init__(self, bug: str | None = None) -> None:
+    def __init__(self, bug: str | None = None, ask: Any = None, truth: Any = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
 
         self.model = NoneMapModel()
@@ -194,7 +195,8 @@ class NoneMap:
                                          layout=widgets.Layout(width="420px"))
         self.busy = BusyCue([self.dropdown])
         self.view = widgets.HTML()
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.busy.label]), self.view])
+        view = widgets.VBox([widgets.HBox([self.dropdown, self.busy.label]), self.view])
+        self.widget, self.asking = ask_first(view, ask, truth)
         self.dropdown.observe(lambda change: self._changed(change["new"]), names="value")
         self.update()
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, show
 
@@ -143,7 +144,8 @@ class SaliencyExplorer:
     first use), so the menu shows the busy cue; the sliders and the box only move the point.
     """
 
-    def __init__(self, function: str | None = None, x1: float = 1.0, x2: float = 0.5, watch: bool = True) -> None:
+    def __init__(self, function: str | None = None, x1: float = 1.0, x2: float = 0.5, watch: bool = True,
+                 ask: Any = None, truth: Any = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
 
         self.model = SaliencyModel()
@@ -163,8 +165,9 @@ class SaliencyExplorer:
         self.busy = BusyCue([self.dropdown, self.x1, self.x2, self.watch])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.watch, self.busy.label]),
-                                    widgets.HBox([self.x1, self.x2]), self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.dropdown, self.watch, self.busy.label]),
+                             widgets.HBox([self.x1, self.x2]), self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(5.2, 4.6), dpi=90)
         self.figure.subplots_adjust(left=0.11, right=0.97, bottom=0.1, top=0.92)

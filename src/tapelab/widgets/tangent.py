@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import function_controls
 from tapelab.widgets.render import agg_figure, show
 
@@ -114,7 +115,8 @@ def _readout(state: TangentState) -> str:
 class TangentExplorer:
     """Slider for x, dropdown of functions, readout and plot; shows itself in a notebook cell."""
 
-    def __init__(self, functions: str | Sequence[str] | None = None, x: float = 1.0) -> None:
+    def __init__(self, functions: str | Sequence[str] | None = None, x: float = 1.0, ask: Any = None,
+                 truth: Any = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
 
         self.model = TangentModel()
@@ -123,8 +125,9 @@ class TangentExplorer:
         lo, hi = self.model.domain
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.dropdown, self.slider]),
-                                    self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.dropdown, self.slider]),
+                             self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(5.5, 3.4), dpi=100)
         self.figure.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.9)

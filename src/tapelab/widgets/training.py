@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tapelab.widgets.ask import ask_first
 from tapelab.widgets.controls import BusyCue
 from tapelab.widgets.render import agg_figure, show
 
@@ -167,7 +168,7 @@ class TrainingExplorer:
     """
 
     def __init__(self, learning_rate: float = 0.1, rates: Sequence[tuple[str, float]] = LEARNING_RATES,
-                 steps: Sequence[int] = (1, 10, 25)) -> None:
+                 steps: Sequence[int] = (1, 10, 25), ask: Any = None, truth: Any = None) -> None:
         import ipywidgets as widgets  # here, not at the top, so the model needs no widget stack
 
         rates = list(rates)
@@ -181,9 +182,10 @@ class TrainingExplorer:
         self.busy = BusyCue([self.rate, *self.step_buttons, self.reset_button])
         self.readout = widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.widget = widgets.VBox([widgets.HBox([self.rate, *self.step_buttons, self.reset_button,
-                                                  self.busy.label]),
-                                    self.readout, self.image])
+        view = widgets.VBox([widgets.HBox([self.rate, *self.step_buttons, self.reset_button,
+                                           self.busy.label]),
+                             self.readout, self.image])
+        self.widget, self.asking = ask_first(view, ask, truth)
 
         self.figure = agg_figure(figsize=(7.6, 3.0), dpi=90)
         self.figure.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.88, wspace=0.3)
