@@ -118,3 +118,31 @@ def test_every_question_a_notebook_imports_is_asked_and_its_module_has_no_other(
     module = importlib.import_module(imported.group(1))
     declared = {name for name in module.__all__ if isinstance(getattr(module, name), Question)}
     assert {n.strip() for n in imported.group(2).split(",")} == declared == asked
+
+
+EXPLORER_CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?([A-Z]\w*(?:Explorer|View|Map))\((.*)\)\s*$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_explorer_asks_a_question_of_its_section_after_that_question_is_revealed(name):
+    """Does every explorer a notebook opens ask first (`ask=qN_M, truth=...`), with a question of its own section
+    whose reveal cell, earlier in the section, computes the `truth` it is given?"""
+    section, revealed, explorers = None, {}, 0
+    for cell in _cells(name):
+        if cell.cell_type == "markdown":
+            heading = re.search(r"^## (\d+)\.", cell.source, re.MULTILINE)
+            section = heading.group(1) if heading else section
+            continue
+        for question, _, number, verb in QUESTION_CALL.findall(cell.source):
+            if verb == "reveal":
+                revealed[question] = (number, re.search(rf"{question}\.reveal\((\w+)\)", cell.source))
+        for widget, arguments in EXPLORER_CALL.findall(cell.source):
+            explorers += 1
+            asked = re.search(r"\bask=(q\d+_\d+[a-z]?), truth=(\w+)", arguments)
+            assert asked, f"{widget} in section {section} of {name} does not ask first: {arguments}"
+            question, truth = asked.groups()
+            assert question in revealed and revealed[question][0] == section, f"{widget} asks {question} first"
+            shown = revealed[question][1]
+            assert shown and shown.group(1) == truth, f"{widget} is told {truth}, {question} reveals another value"
+    widgets_imported = "tapelab.widgets" in _cells(name)[2].source
+    assert explorers > 0 or not widgets_imported, f"{name} imports widgets and opens none"

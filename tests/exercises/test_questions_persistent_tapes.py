@@ -132,6 +132,20 @@ def alive_after_gradient(persistent=True, steps=10):
     return alive
 
 
+def zero_of_derivative(order):
+    """The x in (0.5, 2.5) where the `order`-th derivative of x**4/4 - x**2 is zero, from nested tapes on a grid
+    (order 2 is the question's truth; 1 and 0 are what the beliefs look for)."""
+    xs = tf.linspace(0.5, 2.5, 2001)
+    with tf.GradientTape() as outer:
+        outer.watch(xs)
+        with tf.GradientTape() as inner:
+            inner.watch(xs)
+            values = [xs**4 / 4 - xs**2]
+        values.append(inner.gradient(values[0], xs))
+    values.append(outer.gradient(values[1], xs))
+    return float(xs[tf.argmin(tf.abs(values[order]))])
+
+
 # question -> (the notebook's model prediction, the truth, [(belief's guess, its cause), ...])
 def cases():
     d2y, _ = gradient_of_inner_gradient()
@@ -149,6 +163,8 @@ def cases():
                 [(nested_penalty_nones(), "unrecorded-gradient"), (0, "unrecorded-gradient")]),
         "4.10": (questions.q4_10, 10, alive_after_gradient(),
                  [(alive_after_gradient(persistent=False), "tape-not-released")]),
+        "4.10b": (questions.q4_10b, 0.82, zero_of_derivative(2),
+                  [(round(zero_of_derivative(1), 2), "first-derivative"), (round(zero_of_derivative(0), 2), "value-for-slope")]),
     }
 
 
@@ -157,7 +173,7 @@ def computed():
     return cases()
 
 
-NUMBERS = ["4.1", "4.4", "4.5", "4.8", "4.9", "4.10"]
+NUMBERS = ["4.1", "4.4", "4.5", "4.8", "4.9", "4.10", "4.10b"]
 
 
 def test_every_question_of_the_module_is_tested(computed):
@@ -206,7 +222,7 @@ def _explains(mistake, guess, truth):
 
 @pytest.mark.parametrize("number, guess", [("4.4", 5.0), ("4.4", 0.0), ("4.5", [1.0, 1.0]), ("4.5", [4.0, None]),
                                            ("4.8", [0.0, 0.0]),
-                                           ("4.9", 7), ("4.10", 3)])
+                                           ("4.9", 7), ("4.10", 3), ("4.10b", 0.5)])
 def test_a_wrong_guess_no_belief_gives_names_no_cause(computed, shown, number, guess):
     question, _, truth, _ = computed[number]  # 4.1 has a belief for each wrong choice
     _judge(question, guess, truth)

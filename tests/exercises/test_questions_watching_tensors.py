@@ -93,6 +93,18 @@ def truth_3_4(default_tape=False):
     return _grads(tape, z, [a, b])
 
 
+def truth_3_6(surface="saddle", watch=True):
+    """The input gradient at P6 of the saddle (the question) or the bowl (the belief that forgets the minus)."""
+    point = tf.constant([questions.P6])
+    with tf.GradientTape() as tape:
+        if watch:
+            tape.watch(point)
+        sign = -1.0 if surface == "saddle" else 1.0
+        f = point[:, 0] ** 2 + sign * point[:, 1] ** 2
+    gradient = tape.gradient(f, point)
+    return None if gradient is None else [float(v) for v in gradient[0]]
+
+
 def truth_3_8(step="sign", of="loss"):
     w = tf.constant([2.0, -1.0, 0.5])
     x = tf.constant([1.0, 1.0, 1.0])
@@ -143,7 +155,8 @@ def truth_3_12(count="runs"):
             "entries": jacobian.shape.num_elements()}[count]
 
 
-TRUTHS = {"q3_1": truth_3_1, "q3_2": truth_3_2, "q3_3": truth_3_3, "q3_4": truth_3_4, "q3_8": truth_3_8,
+TRUTHS = {"q3_1": truth_3_1, "q3_2": truth_3_2, "q3_3": truth_3_3, "q3_4": truth_3_4, "q3_6": truth_3_6,
+          "q3_8": truth_3_8,
           "q3_10": truth_3_10, "q3_11": truth_3_11, "q3_12": truth_3_12}
 
 # (question, the guess its belief gives, the cause it must name)
@@ -156,6 +169,8 @@ BELIEFS = [
     ("q3_3", lambda: truth_3_3(n_float=True), "int-dtype"),
     ("q3_3", lambda: [None, None], "numpy-source"),
     ("q3_4", lambda: truth_3_4(default_tape=True), "not-watched"),
+    ("q3_6", lambda: truth_3_6(surface="bowl"), "sign-flipped"),
+    ("q3_6", lambda: truth_3_6(watch=False), "not-watched"),
     ("q3_8", lambda: truth_3_8(of="output"), "wrong-target"),
     ("q3_8", lambda: truth_3_8(step="gradient"), "gradient-not-sign"),
     ("q3_10", lambda: truth_3_10(how="gradient"), "gradient-not-jacobian"),
@@ -209,7 +224,7 @@ def test_no_misconception_explains_the_right_answer(name):
 
 
 @pytest.mark.parametrize("name, guess", [("q3_1", 5.0), ("q3_2", [5.0, None, None]), ("q3_3", [None, 4.0]),
-                                         ("q3_4", [2.0, None]),
+                                         ("q3_4", [2.0, None]), ("q3_6", [1.0, -0.5]),
                                          ("q3_8", [1.0, 1.0, 1.0]), ("q3_10", (2, 4)), ("q3_11", [3.0, 3.0]),
                                          ("q3_12", 1)])
 def test_a_guess_no_belief_explains_gets_no_cause(name, guess):

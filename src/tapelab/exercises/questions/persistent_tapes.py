@@ -11,7 +11,7 @@ import numpy as np
 
 from tapelab.checker.predictions import Misconception, Question
 
-__all__ = ["q4_1", "q4_4", "q4_5", "q4_8", "q4_9", "q4_10"]
+__all__ = ["q4_1", "q4_4", "q4_5", "q4_8", "q4_9", "q4_10", "q4_10b"]
 
 W4 = 3.0  # section 4: y = w**3 at w = 3, the gradient taken inside a persistent tape's block
 X5, Y5 = 2.0, 3.0  # section 5: s = x * y inside stop_recording(), then z = s * y + x**2
@@ -99,4 +99,26 @@ q4_10 = Question("4.10", misconceptions=[
         lambda guess, truth: _count(guess) and guess == 0 and truth != 0,
         "You assumed the `gradient` call frees the record, as an ordinary tape's does. A persistent tape keeps "
         "every intermediate until the tape itself is deleted, which is why `del tape` follows the last call."),
+])
+
+# 10, the explorer: f = x**4/4 - x**2 for x > 0. f' = x**3 - 2x is zero at sqrt(2), f at 2, f'' = 3x**2 - 2 at sqrt(2/3).
+F_FLAT, F_ZERO = 2.0**0.5, 2.0
+
+
+def _about(guess: Any, value: float) -> bool:
+    """Is `guess` a number within 2% of `value` (a prediction written to two decimals)?"""
+    return isinstance(guess, (int, float)) and not isinstance(guess, bool) and abs(guess - value) <= 0.02 * value
+
+
+q4_10b = Question("4.10b", rtol=1e-2, misconceptions=[
+    Misconception(
+        "first-derivative",
+        lambda guess, truth: _about(guess, F_FLAT) and not _about(truth, F_FLAT),
+        "You gave the x where f′ is zero, the bottom of the dip. f″ measures how fast f′ changes, and it is "
+        "zero where f′ stops falling and turns, the inflection point between the hump at 0 and the dip."),
+    Misconception(
+        "value-for-slope",
+        lambda guess, truth: _about(guess, F_ZERO) and not _about(truth, F_ZERO),
+        "You gave the x where f itself is zero. f″ crosses zero where the curve changes from bending down to "
+        "bending up, which need not be where f or f′ is zero."),
 ])

@@ -11,7 +11,7 @@ import numpy as np
 
 from tapelab.checker.predictions import Misconception, Question
 
-__all__ = ["q3_1", "q3_2", "q3_3", "q3_4", "q3_8", "q3_10", "q3_11", "q3_12"]
+__all__ = ["q3_1", "q3_2", "q3_3", "q3_4", "q3_6", "q3_8", "q3_10", "q3_11", "q3_12"]
 
 
 def _near(guess: Any, value: Any) -> bool:
@@ -89,6 +89,22 @@ q3_4 = Question("3.4", misconceptions=[
 # 8. x = [1, 1, 1], w = [2, -1, 0.5], target 3: loss = (w·x - 3)², ∂loss/∂x = 2(w·x - 3)·w = -3w;
 #    the fast gradient sign step x + 0.1·sign(∂loss/∂x) is [0.9, 1.1, 0.9].
 START = 1.0  # every feature of x before the step
+
+# 6. The saliency explorer's saddle f = x1² − x2² at (1, 0.5): the input gradient (2·x1, −2·x2) = [2, −1].
+P6 = (1.0, 0.5)
+
+q3_6 = Question("3.6", misconceptions=[
+    Misconception(
+        cause="sign-flipped",
+        explains=lambda guess, truth: _near(guess, [2 * P6[0], 2 * P6[1]]),
+        belief="Your prediction is the bowl's gradient, (2·x1, 2·x2). The saddle subtracts x2², so the second "
+               "component is −2·x2: along x2 the surface falls, and the arrow points the other way."),
+    Misconception(
+        cause="not-watched",
+        explains=lambda guess, truth: guess is None,
+        belief="You assumed a constant input gets no gradient. The explorer watches its input point "
+               "(`tape.watch`), so the tape returns one number per input, as for any watched tensor."),
+])
 
 q3_8 = Question("3.8", misconceptions=[
     Misconception(
