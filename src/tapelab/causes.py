@@ -406,6 +406,10 @@ _CATALOGUE = (
           "Set every accumulator back to zeros right after `apply`."),
     Cause("accumulated-into-weights", "gradients added to the model's weights instead of to accumulators of their own",
           "Keep one zero-initialised accumulator per trainable variable and `assign_add` the gradients to it."),
+    Cause("epsilon-in-log", "a small constant added inside a log (or a clip at it), which keeps it finite but caps it",
+          "Compute the log exactly in a stable form (for log σ: min(z, 0) − log(1 + e^(−|z|))) instead of adding ε."),
+    Cause("applied-off-schedule", "accumulated gradients applied as often as they should be, but on the wrong calls",
+          "Apply when the call count reaches k, a multiple of k, so every application follows k micro-batches."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -189,6 +189,17 @@ def checked_apply(optimizer, grads, variables):
      "`aux/bias`; collect every path whose gradient is `None` first, then raise one error naming them all."),
     ],
     "ex5_6_answer": [
+        Fresh("sigmoid clipped away from zero before the log", '''
+@tf.custom_gradient
+def log_sigmoid(x):
+    z = $k * x
+
+    def backward(dy):
+        return dy * $k * tf.sigmoid(-z)
+
+    return tf.math.log(tf.clip_by_value(tf.sigmoid(z), 1e-7, 1.0)), backward
+''', "epsilon-in-log", "Clipping σ at 1e-7 keeps the log finite but stops the value at log(1e-7) ≈ −16.1 for "
+           "large negative x, where log σ($k x) keeps falling like $k x."),
         Fresh("the scale left out of the backward function", '''
 @tf.custom_gradient
 def log_sigmoid(x):

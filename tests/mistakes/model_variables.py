@@ -329,7 +329,7 @@ def make_accumulating_step(model):
             calls = 0
 
     return step
-''', 'Did you apply the gradients after every micro-batch?'),
+''', 'Your step applies after every micro-batch'),
         Mistake('the sum applied, not divided by k', '''
 def make_accumulating_step(model):
     optimizer = keras.optimizers.SGD(learning_rate=$lr)

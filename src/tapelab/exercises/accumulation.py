@@ -27,6 +27,12 @@ def _ordinal(n: int) -> str:
     return f"{n}{'tsnrhtdd'[(n // 10 % 10 != 1) * (n % 10 < 4) * n % 10::4]}"
 
 
+def _calls(numbers: list[int]) -> str:
+    """1 and 3; 1, 2 and 4: call numbers as a sentence says them."""
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def _model(seed: int, features: int) -> keras.Model:
     """A Dense(3, tanh)-Dense(1) model with seeded weights: no layer that depends on the batch, so the mean of
     equal micro-batches' gradients is the full batch's gradient."""
@@ -98,14 +104,19 @@ micro-batches, two full steps, and reads the weights after every call."""
         full = [start]
         for r in range(2):
             full.append(moved(full[-1], grads_at(full[-1], r * k, (r + 1) * k)))
-        kept = start  # what the weights should be now
-        for call in range(1, 2 * k + 1):
+        def call_step(call):
             lo = (call - 1) * rows
             self.run(lambda: step(tf.constant(x[lo:lo + rows]), tf.constant(y[lo:lo + rows])),
                      f"Calling `step` ({_ordinal(call)} micro-batch of {rows} rows, on {shown})")
-            now = [v.numpy() for v in model.trainable_variables]
+            return [v.numpy() for v in model.trainable_variables]
+
+        kept = start  # what the weights should be now
+        for call in range(1, 2 * k + 1):
+            before = kept if call == 1 else now
+            now = call_step(call)
             if call % k:
-                self._between(now, kept, call, k, lambda: grads_at(kept, call - 1, call), names)
+                self._between(now, kept, call, k, lambda: grads_at(kept, call - 1, call), names,
+                              lambda: self._schedule(before, now, call, k, call_step))
                 continue
             round_ = call // k
             self._applied(now, full[round_], full[round_ - 1], call, k, lr, names, facts, lambda: self._others(
@@ -129,7 +140,18 @@ micro-batches, two full steps, and reads the weights after every call."""
             found["not reset"] = [w - lr * (s + o) / k for w, s, o in zip(begin, total, old)]
         return found
 
-    def _between(self, now, kept, call, k, micro_grads, names) -> None:
+    @staticmethod
+    def _schedule(before, now, call, k, call_step) -> list[int]:
+        """The calls, of all 2k, after which the weights moved: the calls up to `call` as seen, the rest run now."""
+        moved, weights = [], now
+        for n in range(call, 2 * k + 1):
+            if n > call:
+                before, weights = weights, call_step(n)
+            if not all_close(before, weights, _RTOL, _ATOL):
+                moved.append(n)
+        return moved
+
+    def _between(self, now, kept, call, k, micro_grads, names, schedule) -> None:
         """Between two applications the weights stay where the last one left them."""
         if all_close(kept, now, _RTOL, _ATOL):
             return
@@ -140,10 +162,20 @@ micro-batches, two full steps, and reads the weights after every call."""
                             "accumulators of your own, `tf.Variable(tf.zeros_like(v))` for each trainable variable, "
                             "and `assign_add` the gradients to them.", cause="accumulated-into-weights")
         first = next(i for i, (a, b) in enumerate(zip(kept, now)) if not np.allclose(a, b, _RTOL, _ATOL))
-        raise Incorrect(f"After the {_ordinal(call)} call of `step` the weights moved (`{names[first]}` changed), but "
-                        f"they should move only on every {_ordinal(k)} call, once {k} micro-batches are accumulated. "
-                        f"Did you apply the gradients after every micro-batch? Add them to the accumulators on each "
-                        f"call, and apply only when the count reaches {k}.", cause="applied-per-micro-batch")
+        due = list(range(k, 2 * k + 1, k))
+        moved = [d for d in due if d < call] + schedule()  # the applications before `call` were checked right
+        said = (f"The weights moved after call{'s' if len(moved) > 1 else ''} {_calls(moved)} of `step` "
+                f"(`{names[first]}` changed after call {call}), but they should move only after calls {_calls(due)}, "
+                f"each time {k} micro-batches are accumulated, and stay put after the others.")
+        if moved == list(range(call, 2 * k + 1)) and call == 1:
+            raise Incorrect(f"{said} Your step applies after every micro-batch: add the gradients to the "
+                            f"accumulators on each call, and apply only when the count reaches {k}.",
+                            cause="applied-per-micro-batch")
+        if len(moved) == len(due) and all(m % k == call % k for m in moved):
+            raise Incorrect(f"{said} Your step applies as often as it should, but on the wrong calls: after the "
+                            f"{_ordinal(call)} micro-batch of each {k} instead of the {_ordinal(k)}. Apply when the "
+                            f"count reaches {k} (a multiple of {k}).", cause="applied-off-schedule")
+        raise Incorrect(said)
 
     def _applied(self, now, want, begin, call, k, lr, names, facts, others) -> None:
         """On every k-th call the weights make the full batch's SGD step."""

@@ -41,6 +41,24 @@ def _uses_custom_gradient(fn) -> bool:
                                     for n in ast.walk(node))
 
 
+def _epsilon_floors(z: np.ndarray, y, k) -> list[Alternative]:
+    """log(σ(z) + ε) and log(max(σ(z), ε)), with ε read off the student's own value at the most negative z: the
+    small constant that keeps a log finite also stops it at log ε, where log σ(z) goes on falling like z."""
+    try:
+        floor = float(to_numpy(y).astype(np.float64).reshape(z.shape)[np.argmin(z)])
+    except (TypeError, ValueError):
+        return []
+    if not (np.isfinite(floor) and floor < -3.0 and _log_sigmoid(z.min()) < floor - 1.0):
+        return []
+    eps = float(np.exp(floor))
+    said = (f"log σ({k}x) with ε = {eps:.1g} kept inside the log: it stays finite, but stops at log ε = {floor:.4g} "
+            f"where log σ({k}x) goes on falling like {k}x ({_log_sigmoid(z.min()):.4g} at the smallest x). Compute "
+            "log σ exactly instead, as min(z, 0) − log(1 + e^(−|z|)).")
+    return [Alternative("log(σ(kx) + ε)", np.log(_sigmoid(z) + eps), "epsilon-in-log", f"That is {said}"),
+            Alternative("log(max(σ(kx), ε))", np.log(np.maximum(_sigmoid(z), eps)), "epsilon-in-log",
+                        f"That is σ clipped at ε, {said}")]
+
+
 class StableLogSigmoid(Exercise):
     number = "5.6"
     answer = "log_sigmoid"
@@ -89,7 +107,8 @@ class StableLogSigmoid(Exercise):
             Alternative("log σ(x) without the scale", _log_sigmoid(points), "missing-term",
                         f"That is log σ(x): the scale {k} inside is missing. Compute `z = {k} * x` first."),
             Alternative("log σ(−kx)", _log_sigmoid(-z), "wrong-target",
-                        f"That is log σ(−{k}x) = log(1 − σ({k}x)). Did you flip the sign of `z`?")],
+                        f"That is log σ(−{k}x) = log(1 − σ({k}x)). Did you flip the sign of `z`?"),
+            *_epsilon_floors(z, y, k)],
             otherwise=f"Is it log σ({k}x), elementwise?")
         self._raise_non_finite(problem, y, points, "value")
         if grad is None:
