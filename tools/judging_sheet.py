@@ -1,7 +1,7 @@
 """Write the blind judging sheet of the third catalogue (tests/third_mistakes/): for every wrong answer, only
 what a judge may see, the task, the student's code, what is really wrong, and the message the student gets.
 
-    python tools/judging_sheet.py LABEL [NOTEBOOK ...] [--out DIR]
+    python tools/judging_sheet.py LABEL [NOTEBOOK ...] [--out DIR] [--since JUDGED.json ...]
 
 Each answer is graded in this one process through its exercise's whole test cell, as nbgrader runs it
 (tests/mutation/inprocess.py). The message is the failing part's: the visible check's, else the hidden
@@ -9,6 +9,8 @@ tests' (which the student reads in the graded feedback); an answer the whole cel
 confirmation the student would see. Writes DIR/LABEL.json and DIR/LABEL.md (DIR defaults to
 tests/third_mistakes/judging) and prints how each notebook's answers ended. No cause codes, no engine
 internals and no sources are written: the judge sees what a tutor reading over the student's shoulder sees.
+With --since, the sheet keeps only the answers that are new or whose task, code, tutor sentence or message
+differ from the same answer in the sheets given (sheets already judged): the rest keep their verdicts.
 """
 from __future__ import annotations
 
@@ -68,6 +70,18 @@ def sheet_rows(notebook: str) -> list[dict]:
     return rows
 
 
+_JUDGED = ("task", "code", "what_is_wrong", "message")
+
+
+def changed(rows: list[dict], judged: list[Path]) -> list[dict]:
+    """The rows that no sheet in `judged` holds with the same id and the same judged content (later sheets win)."""
+    before: dict[str, dict] = {}
+    for path in judged:
+        before.update({row["id"]: row for row in json.loads(path.read_text())})
+    return [row for row in rows if row["id"] not in before
+            or any(row[key] != before[row["id"]][key] for key in _JUDGED)]
+
+
 def markdown(rows: list[dict], label: str) -> str:
     """The sheet as Markdown, one section per answer, tasks written once per exercise."""
     out = [f"# Judging sheet ({label}): third catalogue", "",
@@ -90,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("label", help="the sheet's name, e.g. before or after")
     parser.add_argument("notebooks", nargs="*", help="notebook names (default: all six)")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for LABEL.json and LABEL.md")
+    parser.add_argument("--since", type=Path, nargs="+", default=[], metavar="JUDGED.json",
+                        help="sheets already judged: keep only answers that are new or changed against them")
     args = parser.parse_args(argv)
     from tapelab.paths import assignment_names
 
@@ -98,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown notebook(s) {', '.join(unknown)}; known: {', '.join(known)}")
     rows = [row for nb in (args.notebooks or known) for row in sheet_rows(nb)]
+    if args.since:
+        rows = changed(rows, args.since)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.label}.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     (args.out / f"{args.label}.md").write_text(markdown(rows, args.label))
