@@ -1,13 +1,14 @@
 """Write the blind judging sheet of the "predict, then run" feedback: every wrong prediction the question tests
 judge (tests/exercises/test_questions_*.py), with only what the student sees.
 
-    python tools/prediction_sheet.py [--out FILE]
+    python tools/prediction_sheet.py [--out FILE] [--key FILE] [--since JUDGED.json ...]
 
 Runs those tests in this process with a plugin that records each `Question.judge` call (the beliefs' guesses and
 the guesses no belief explains, as the tests choose them), then writes, once per question and prediction, the
 question's text (the markdown right before its `predict` cell in solutions/), the form asked for, the prediction,
 the message and the value TensorFlow gives. No cause codes: the judge sees what the student sees. Default FILE:
 tests/exercises/judging/predictions.json; `--key` also writes the question number and cause behind each entry.
+`--since` leaves out every entry a sheet already judged shows the same (question, prediction, message, value).
 """
 from __future__ import annotations
 
@@ -65,13 +66,22 @@ def questions_asked() -> dict[str, tuple[str, str]]:
     return found
 
 
+def _seen(row: dict) -> tuple:
+    """What a judge saw of an entry: the same tuple means the same verdict holds."""
+    return tuple(json.dumps(row[key], sort_keys=True) for key in
+                 ("question", "student_prediction", "message_shown", "tensorflow_gives"))
+
+
 def main(argv: list[str] | None = None) -> int:
     import pytest
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--key", type=Path, help="also write id -> (question, cause) here (not for the judge)")
+    parser.add_argument("--since", type=Path, nargs="+", default=[], metavar="JUDGED.json",
+                        help="sheets already judged: leave out the entries they show the same")
     args = parser.parse_args(argv)
+    judged = {_seen(row) for path in args.since for row in json.loads(path.read_text())}
     recorder = Recorder()
     tests = sorted(str(p) for p in (ROOT / "tests" / "exercises").glob("test_questions_*.py"))
     if pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", *tests], plugins=[recorder]) != 0:
@@ -83,9 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         seen.add((entry["number"], entry["prediction"]))
         question, form = asked[entry["number"]]
+        row = {"question": question, "answer_form": form, "student_prediction": entry["prediction"],
+               "message_shown": entry["message"], "tensorflow_gives": entry["tensorflow_gives"]}
+        if _seen(row) in judged:
+            continue
         item = f"P{len(sheet) + 1:02d}"
-        sheet.append({"id": item, "question": question, "answer_form": form, "student_prediction": entry["prediction"],
-                      "message_shown": entry["message"], "tensorflow_gives": entry["tensorflow_gives"]})
+        sheet.append({"id": item, **row})
         key[item] = {"question": entry["number"], "cause": entry["cause"]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(sheet, indent=1, ensure_ascii=False) + "\n")
