@@ -188,3 +188,37 @@ def test_environment_names_the_student(monkeypatch, capsys):
         assert "dora" in capsys.readouterr().out
     finally:
         ex1_1._own = None
+
+
+def test_the_coordinator_names_the_variant_and_the_worker_pins(course):
+    """The coordinator runs no reference (issue 50's per-submission cost): `prepare` leaves the restored checks
+    as released and says whose variant they test; the worker pins them (`worker.pinned`) as `pin` does."""
+    import copy
+
+    from tapelab.grading.course import open_course
+    from tapelab.grading.execution import worker
+    from tapelab.grading.prepare import sanitize
+    from tapelab.grading.run import OUTPUT_LIMIT
+    from tapelab.release_variants import notebook_exercises
+
+    salt, loaded = variants_salt(course), open_course(course)
+    loaded.close()
+    raw = nbformat.writes(fill(course, BASIC, own_answers(BASIC, salt, "ann"))).encode()
+    prepared = sanitize.prepare(loaded, sanitize.read_notebook(raw), "ann", BASIC, BASIC, output_limit=OUTPUT_LIMIT)
+    assert prepared.variant == (salt, "ann")
+    tests = [c.source for c in prepared.nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    assert tests and not any("seed=" in source for source in tests), tests
+    expected = copy.deepcopy(prepared.nb)
+    pin(expected, salt, "ann", notebook_exercises(expected))
+    sent = nbformat.reads(worker.pinned(nbformat.writes(prepared.nb), salt, "ann"), as_version=4)
+    assert [c.source for c in sent.cells] == [c.source for c in expected.cells]
+    assert sum("seed=" in c.source for c in sent.cells) >= len(VARYING)
+
+
+def test_a_worker_that_cannot_pin_says_so_and_runs_nothing():
+    from tapelab.grading.execution import worker
+    from tapelab.grading.execution.sandbox import Sandbox
+
+    settings = worker.Settings(10, 10, 100, Sandbox(isolate=False, rlimits=False), variant=("salt", "ann"))
+    result = worker.execute("not even a notebook", settings)
+    assert result["nb"] is None and "could not pin the checks" in result["facts"]["infra_error"], result

@@ -23,7 +23,7 @@ import sys
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -327,6 +327,8 @@ class Coordinator(Outcomes):
             return
         try:
             settings = self._settings(cand.assignment, cand.notebook)
+            if prepared[2].variant is not None:  # the worker pins the checks to the student's variant
+                settings = replace(settings, variant=prepared[2].variant)
             self.pool.submit(cand, nbformat.writes(prepared[2].nb), settings)
         except Exception as error:
             entry = entry_of(cand, "infra_error", f"could not be sent to a worker ({what(error)}); {_RERUN}",

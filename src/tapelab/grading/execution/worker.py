@@ -15,6 +15,12 @@ worker process's zygote (`warm`), which paid the TensorFlow import once (or, for
 not use TensorFlow, a light zygote that never imports it). A warm start that fails
 (before any student code) is retried at once as a cold start, never with less protection; the result
 says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so does a line on stderr.
+
+In a course with per-student variants the coordinator sends only whose variant the checks test
+(`Settings.variant`); the worker pins them (`pinned`, tapelab.release_variants.pin) before the kernel
+starts, computing the hidden cases' expected values with the references here, in the worker process,
+which the kernel's sandbox cannot read: the kernel receives them only in the graded test cells' source,
+as it did when the coordinator pinned them (`facts["timing"]["pin"]` says what it cost).
 """
 from __future__ import annotations
 
@@ -57,6 +63,9 @@ class Settings:
     # The top-level packages the instructor's notebook imports (None: not known), which decide what a
     # warm kernel's zygote preloads (zygote.preload_for); what a student imports besides, the kernel imports.
     packages: frozenset[str] | None = None
+    # (salt, student) in a course with per-student variants: the checks are pinned to that student's variant
+    # here (`pinned`); None: the notebook is run as it came.
+    variant: tuple[str, str] | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,6 +86,16 @@ def infra_error(reason: str, seconds: float = 0.0, attempts: int = 0) -> dict:
     """The result of an execution that could not happen (no student code ran to completion)."""
     return {"nb": None, "facts": {"infra_error": reason, "attempts": attempts, "flags": []},
             "seconds": seconds, "worker": worker_name()}
+
+
+def pinned(nb_json: str, salt: str, student: str) -> str:
+    """`nb_json` with every check of an exercise that varies pinned to `student`'s variant, the expected values
+    the references compute included (tapelab.release_variants.pin, imported here: it imports the exercises)."""
+    from tapelab.release_variants import notebook_exercises, pin
+
+    nb = nbformat.reads(nb_json, as_version=4)
+    pin(nb, salt, student, notebook_exercises(nb))
+    return nbformat.writes(nb)
 
 
 async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
@@ -162,6 +181,14 @@ def _execute(nb_json: str, settings: Settings, start: float) -> dict:
         return infra_error(f"worker {worker_name()} cannot apply this run's protections ({'; '.join(missing)}): "
                            "run every worker as root on Linux with util-linux (unshare, setpriv, prlimit)")
     bound = start + settings.notebook_timeout + GRACE
+    pin_seconds = 0.0
+    if settings.variant is not None:
+        try:
+            nb_json = pinned(nb_json, *settings.variant)
+        except Exception as error:  # no student code ran: the references are missing or failed here
+            return infra_error(f"worker {worker_name()} could not pin the checks to the student's variant "
+                               f"({type(error).__name__}: {error})", time.monotonic() - start)
+        pin_seconds = time.monotonic() - start
     kernel = "warm" if settings.sandbox.warm and not probe()["warm"] else "cold"
     error, warm_failed = "", None
     for attempt in range(START_ATTEMPTS + (kernel == "warm")):
@@ -184,6 +211,8 @@ def _execute(nb_json: str, settings: Settings, start: float) -> dict:
                                "grader's own time bound; the kernel was killed): rerun `tapelab grade`",
                                time.monotonic() - start, attempt + 1)
         facts.update(attempts=attempt + 1, kernel=kernel)
+        if settings.variant is not None:
+            facts["timing"]["pin"] = pin_seconds
         if warm_failed is not None:
             facts["warm_failed"] = warm_failed
         return {"nb": nbformat.writes(executed), "facts": facts, "seconds": time.monotonic() - start,

@@ -27,7 +27,6 @@ from tapelab.grading.course import Course
 from tapelab.grading.intake.archive import MAX_NOTEBOOK_BYTES
 from tapelab.grading.prepare.rebuild import rebuild
 from tapelab.release import variants_salt
-from tapelab.release_variants import notebook_exercises, pin
 
 __all__ = ["CourseMismatch", "Invalid", "Prepared", "read_notebook", "prepare", "stored_bytes"]
 
@@ -55,6 +54,9 @@ class Prepared:
     tampered: bool = False
     stripped: str = ""
     originals: list[tuple[str, str]] = field(default_factory=list)  # (grade id, what the student had there)
+    # (salt, student) in a course with per-student variants: the worker pins the checks to that student's variant
+    # (worker.pinned) before the kernel starts; None: every check tests the notebook's numbers.
+    variant: tuple[str, str] | None = None
 
 
 def read_notebook(raw: bytes) -> NotebookNode:
@@ -113,7 +115,8 @@ def _stripped(attachments: int, metadata: int, limit: int) -> str:
 def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, notebook: str, *,
             output_limit: int) -> Prepared:
     """Rebuild the submission on the release, then let nbgrader restore the gradebook's cells; in a course with
-    per-student variants, pin every check to `student`'s (tapelab.release_variants.pin).
+    per-student variants, say whose variant the checks test (`Prepared.variant`: the worker pins them, computing
+    the expected values where the references do, so the coordinator never runs the references).
 
     `output_limit` is the run's output limit in bytes (stored bytes count against it).
     Raises CourseMismatch when the course's release and gradebook disagree (nothing the student sent
@@ -134,8 +137,6 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
             raise CourseMismatch(f"nbgrader could not restore the released cells ({cls.__name__}: {error}): release/"
                           f"{assignment} and the gradebook disagree; regenerate them (`nbgrader generate_assignment "
                           f"{assignment} --force` in the course folder) and grade again") from None
-    salt = variants_salt(course.root)
-    if salt is not None:  # each check tests the variant of the student this submission's folder belongs to
-        pin(result, salt, student, notebook_exercises(result))
+    salt = variants_salt(course.root)  # each check tests the variant of the student this submission's folder holds
     return Prepared(result, built.flags, built.tampered, _stripped(attachments, metadata, output_limit) if over else "",
-                    built.originals)
+                    built.originals, None if salt is None else (salt, student))
