@@ -3,45 +3,41 @@ from answers import Fresh
 
 MISTAKES = {
     "ex3_1_answer": [
-        Fresh("returns z instead of its gradient", '''
-def intermediate_gradient(x):
+        Fresh("returns the loss instead of its gradient", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    dz_dy = tape.gradient(z, y)
-    return z
-''', ("returned-value", "loss-for-gradient"), "You compute `dz_dy` and then `return z`: that is the value "
-           "$z_of_x, not its derivative $dz_dy. Return `dz_dy`."),
-        Fresh("dy/dx: the gradient of the intermediate itself", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    dloss_dlogits = tape.gradient(loss, logits)
+    return loss
+''', ("returned-value", "loss-for-gradient"), "You compute `dloss_dlogits` and then `return loss`: that is the "
+           "loss, one number, not its gradient, one number per logit. Return `dloss_dlogits`."),
+        Fresh("mean instead of the task's sum", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, x)
-''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = $dy_dx, the derivative of the intermediate; "
-           "the exercise asks how z changes with y, `tape.gradient(z, y)` = $dz_dy."),
-        Fresh("chain rule by hand on a non-persistent tape", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_mean((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', ("mean-target", "constant-factor"), "`tf.reduce_mean` divides the loss, and so every entry of its gradient, "
+           "by the number of logits; the task's loss is a `tf.reduce_sum`."),
+        Fresh("both gradients from a non-persistent tape", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    dz_dy = tape.gradient(z, y)
-    dy_dx = tape.gradient(y, x)
-    return dz_dy * dy_dx
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    dloss_dw = tape.gradient(loss, w)
+    dloss_dlogits = tape.gradient(loss, logits)
+    return dloss_dlogits
 ''', "tape-used-twice", "The second `tape.gradient` call fails because a tape that is not persistent answers "
-           "only once; and `dz_dy * dy_dx` would be dz/dx anyway. Just return `tape.gradient(z, y)`."),
-        Fresh("z computed after the with block", '''
-def intermediate_gradient(x):
+           "only once; the exercise needs only `tape.gradient(loss, logits)`."),
+        Fresh("loss computed after the with block", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-    z = $z_code
-    return tape.gradient(z, y)
-''', "outside-tape", "`z = $z_code` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
-           "and `tape.gradient(z, y)` is None. Indent `z = $z_code` into the block."),
+        logits = x @ w
+    loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "outside-tape", "`loss = ...` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
+           "and `tape.gradient(loss, logits)` is None. Indent the loss into the block."),
     ],
     "ex3_2_answer": [
         Fresh("averages the saliency over the batch", '''

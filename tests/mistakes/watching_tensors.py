@@ -4,44 +4,41 @@ from answers import Mistake
 MISTAKES = {
     "ex3_1_answer": [
         Mistake("target and source swapped", '''
-def intermediate_gradient(x):
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, z)
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(logits, loss)
 ''', "wrong way round"),
-        Mistake("y differentiated by itself", '''
-def intermediate_gradient(x):
+        Mistake("logits differentiated by themselves", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, y)
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(logits, logits)
 ''', "by itself"),
-        Mistake("x never watched", '''
-def intermediate_gradient(x):
+        Mistake("w made a constant, never watched", '''
+def logit_gradient(x, w, targets):
+    w = tf.constant(w)
     with tf.GradientTape() as tape:
-        y = $y_code
-        z = $z_code
-    return tape.gradient(z, y)
-''', "tape.watch(x)"),
-        Mistake("watched after computing y", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "tape.watch"),
+        Mistake("a tape that watches nothing by itself", '''
+def logit_gradient(x, w, targets):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "watch_accessed_variables=False"),
+        Mistake("dloss/dw instead of dloss/dlogits", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        y = $y_code
-        tape.watch(x)
-        z = $z_code
-    return tape.gradient(z, y)
-''', "before computing"),
-        Mistake("dz/dx instead of dz/dy", '''
-def intermediate_gradient(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(z, x)
-''', "That is dz/dx"),
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, w)
+''', "That is dloss/dw"),
     ],
     "ex3_2_answer": [
         Mistake("model called on x.numpy()", '''

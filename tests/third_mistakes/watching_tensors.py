@@ -5,41 +5,40 @@ TF = "https://github.com/tensorflow/tensorflow/issues/"
 
 MISTAKES = {
     "ex3_1_answer": [
-        Reported("y computed before the tape, never watched", '''
-def intermediate_gradient(x):
-    y = x * x
+        Reported("logits computed before the tape", '''
+def logit_gradient(x, w, targets):
+    logits = x @ w
     with tf.GradientTape() as tape:
-        z = y * y
-    return tape.gradient(z, y)
-''', "`y` is a tensor computed before the tape opened, and nothing watches it, so dz/dy is None; open the "
-            "tape first, watch `x` (or `y`), and compute both inside.", TF + "29942"),
-        Reported("y watched after z was computed", '''
-def intermediate_gradient(x):
+        loss = 0.5 * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "`logits` is a tensor computed before the tape opened, and nothing watches it, so dloss/dlogits is None; "
+            "compute `logits` inside the block, where the variable `w` makes the tape record it.", TF + "29942"),
+        Reported("the logits turned into NumPy inside the loss", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        y = x * x
-        z = y * y
-        tape.watch(y)
-    return tape.gradient(z, y)
-''', "`tape.watch(y)` comes after `z` was computed from `y`, so the multiplication was not recorded against "
-            "`y` and the gradient is None; watch `x` first thing in the block.", TF + "41510"),
-        Reported("z recomputed from x instead of from y", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((logits.numpy() - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "`logits.numpy()` leaves TensorFlow: the loss is computed from a NumPy copy the tape cannot follow, so "
+            "it does not depend on `logits` on the record and the gradient is None; keep `logits` a tensor.",
+                 TF + "36596"),
+        Reported("loss recomputed from x @ w instead of from logits", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x * x
-        z = (x * x) * (x * x)
-    return tape.gradient(z, y)
-''', "`z` is computed from new products of `x`, not from the tensor `y`, so `z` does not depend on `y` and "
-            "the gradient is None; write `z = y * y`.", TF + "24849"),
-        Reported("dz/dy as dz/dx over dy/dx from one tape", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((x @ w - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "The loss is computed from a new product `x @ w`, not from the tensor `logits`, so the loss does not "
+            "depend on `logits` and the gradient is None; write the loss with `logits`.", TF + "24849"),
+        Reported("dloss/dlogits as dloss/dw over dlogits/dw from one tape", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x * x
-        z = y * y
-    return tape.gradient(z, x) / tape.gradient(y, x)
-''', "An ordinary tape answers one `gradient` call and is then released, so the second call raises; the "
-            "tape can give dz/dy directly: `tape.gradient(z, y)`.", TF + "46487"),
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, w) / tape.gradient(logits, w)
+''', "An ordinary tape answers one `gradient` call and is then released, so the second call raises (and the "
+            "ratio would not be dloss/dlogits anyway); the tape gives it directly: `tape.gradient(loss, logits)`.",
+                 TF + "46487"),
     ],
     "ex3_2_answer": [
         Reported("the NumPy array watched as it is", '''

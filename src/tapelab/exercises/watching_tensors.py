@@ -65,72 +65,76 @@ def _input_gradient(weights, x, squash: bool = False) -> np.ndarray:
 _CONSTANT_X = {"x": "constant"}  # every checker here passes `x` as a tensor, never a variable
 
 
-def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
-    """Ones everywhere from a call whose target is its source (`tape.gradient(y, y)`), if the code shows one."""
+def _differentiates_itself(facts, like: np.ndarray, target: str) -> list[Alternative]:
+    """Ones everywhere from a call whose target is its source (`tape.gradient(y, y)`), if the code shows one;
+    `target` is the name the task gives the target."""
     call = facts.returned_call()
     if call is None or call.target != call.source:
         return []
     return [Alternative("the source differentiated by itself", np.ones_like(like), "target-is-source",
                         f"`{call.text()}` differentiates `{call.source}` by itself, which gives ones. Did you mean "
-                        f"`{call.tape}.{call.method}(z, {call.source})`?")]
+                        f"`{call.tape}.{call.method}({target}, {call.source})`?")]
 
 
 # --- 3.1 ------------------------------------------------------------------------------------
 
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+# The factor c of the loss c·Σ(logits − targets)², whose gradient with respect to the logits is 2c·(logits − targets):
+# 0.5 in the notebook's text (the gradient is the residual itself).
+_FACTORS = (1.0, 2.0, 1.5, 0.25)
 
 
-def _product(symbol: str, times: int) -> str:
-    """`symbol` multiplied by itself as code writes it: `x * x * x` for 3."""
-    return " * ".join([symbol] * times)
-
-
-def _power(symbol: str, exponent: int) -> str:
-    """`symbol` to `exponent` as the task writes it: `x⁴`, and `y` for 1."""
-    return symbol if exponent == 1 else f"{symbol}{str(exponent).translate(_SUPERSCRIPT)}"
-
-
-# (p, q): y = x^p and z = y^q, written as products; the notebook's text has (2, 2)
-_POWERS = ((2, 3), (2, 4), (3, 2), (3, 3))
+def _logit_case(spec):
+    """(x, w, targets) as float32 NumPy arrays for a case spec (batch, n_in, n_out, seed)."""
+    batch, n_in, n_out, seed = spec
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=shape).round(2).astype(np.float32)
+                 for shape in ((batch, n_in), (n_in, n_out), (batch, n_out)))
 
 
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
+    parameter_kinds = {"x": "constant", "w": "variable", "targets": "constant"}
     remedies = {"persistent": (
-        'No second call is needed: the tape gives dz/dy directly, `tape.gradient(z, y)`.')}
-    answer = "intermediate_gradient"
-    # The powers of the two steps, y = x^p and z = y^q ((2, 2) in the notebook's text), drawn as a pair so that
-    # no variant is the notebook's own: dz/dy = q y^(q-1).
-    space = Space(default={"powers": (2, 2)}, draws={"powers": lambda rng: _POWERS[int(rng.integers(len(_POWERS)))]},
-                  wording={"y_code": lambda v: _product("x", v["powers"][0]),
-                           "z_code": lambda v: _product("y", v["powers"][1]),
-                           "z_of_x": lambda v: _power("x", v["powers"][0] * v["powers"][1]),
-                           "dz_dy": lambda v: f"{v['powers'][1]}{_power('y', v['powers'][1] - 1)}",
-                           "dy_dx": lambda v: f"{v['powers'][0]}{_power('x', v['powers'][0] - 1)}"})
-    statement = ("Write `intermediate_gradient(x)` that takes a float constant tensor `x` (any shape), computes "
-                 "`y = ${y_code}` and `z = ${z_code}` under a tape, and returns dz/dy (not dz/dx).")
-    visible_cases = ((1.0, 2.0, -0.5),)
-    praise = "an intermediate result is a source like any other, once the tape has recorded it."
+        "No second call is needed: the tape gives dloss/dlogits directly, `tape.gradient(loss, logits)`.")}
+    answer = "logit_gradient"
+    # The factor c of the squared error (0.5 in the notebook's text). Every draw differs from 0.5, so the
+    # residual logits − targets (the default's answer) is never right on another variant.
+    space = Space(default={"c": 0.5}, draws={"c": lambda rng: _FACTORS[int(rng.integers(len(_FACTORS)))]},
+                  wording={"two_c": lambda v: f"{2 * v['c']:g}"})
+    statement = ("Write `logit_gradient(x, w, targets)` for a linear layer: `x` (batch, inputs) and `targets` "
+                 "(batch, outputs) are constant tensors, `w` is a `tf.Variable` (inputs, outputs). Compute "
+                 "`logits = x @ w` and `loss = ${c} * tf.reduce_sum((logits - targets) ** 2)` under a tape, and "
+                 "return dloss/dlogits: one number per logit, shape (batch, outputs).")
+    visible_cases = ((3, 4, 2, 11),)
+    praise = "the logits are a source like any other: the tape recorded them because `w` is watched."
     hints = (
-        "`x` is a constant, so the tape records nothing about it until you watch it.",
-        "Inside the tape: `tape.watch(x)` first, then `y = ${y_code}` and `z = ${z_code}`.",
+        "`w` is a trainable variable, so the tape watches it, and everything computed from it, by itself.",
+        "Compute `logits` and `loss` inside the `with` block; the source of the gradient is `logits`, not `w`.",
     )
 
-    def check_case(self, fn, values, facts):
-        x = tf.constant(values, tf.float32)
-        got = self.call(fn, x, shown=f"x={fmt(x)}").value
-        x64 = np.array(values, np.float64)
-        p, q = self.variant["powers"]
-        expected = numeric_gradient(lambda y_: float(np.sum(y_**q)), x64**p)
+    def check_case(self, fn, spec, facts):
+        x, w, targets = _logit_case(spec)
+        args = (tf.constant(x), tf.Variable(w), tf.constant(targets))
+        got = self.call(fn, *args, shown=f"x of shape {x.shape}, w of shape {w.shape}, targets of shape {targets.shape}").value
+        c = self.variant["c"]
+        x64, w64, t64 = (a.astype(np.float64) for a in (x, w, targets))
+        residual = x64 @ w64 - t64
         if got is None:
-            raise none_feedback("`intermediate_gradient(x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
-        problem = wrong_value("dz_dy", expected, got, [
-            Alternative("dz/dx", p * q * x64 ** (p * q - 1), "wrong-source",
-                        "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
-            Alternative("dy/dx", p * x64 ** (p - 1), "wrong-target",
-                        "That is dy/dx. The target is `z` and the source is `y`."),
-            *_differentiates_itself(facts, x64)])
-        self._raise_departed(problem, fn, (x,), lambda v: (lambda y: y * y)(v * v))
+            raise none_feedback("`logit_gradient(x, w, targets)` returned `None`.", facts, facts.returned_call(),
+                                self.parameter_kinds)
+        problem = wrong_value("dloss_dlogits", 2 * c * residual, got, [
+            Alternative("dloss/dw", x64.T @ (2 * c * residual), "wrong-source",
+                        "That is dloss/dw, the gradient for the weights. Pass the logits as the source: "
+                        "`tape.gradient(loss, logits)`."),
+            Alternative("dloss/dtargets", -2 * c * residual, "wrong-source",
+                        "That is dloss/dtargets, the negative of the answer. The source is `logits`."),
+            Alternative("the loss itself", c * np.sum(residual**2), "loss-for-gradient",
+                        "That is the loss, not its gradient: return `tape.gradient(loss, logits)`."),
+            Alternative("the residual logits − targets", residual, "constant-factor",
+                        f"That is the residual logits − targets, without the loss's factor: the derivative of "
+                        f"{c:g}·r² is {2 * c:g}·r. Did you compute it by hand rather than with the tape?"),
+            *_differentiates_itself(facts, residual, "loss")])
+        self._raise_departed(problem, fn, args, lambda x_, w_, t_: 2 * c * (x_ @ w_ - t_))
         if facts.found and facts.tapes == 0:
             raise Incorrect("Exercise 3.1: your numbers are right, but this exercise is about the tape. "
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
