@@ -119,49 +119,46 @@ def input_only_gradient(model, x):
            "`watch_accessed_variables=False` for the gradient and return its `watched_variables()`."),
     ],
     "ex3_4_answer": [
-        Fresh("one gradient per output, stacked first", '''
-def per_example_jacobian(model, x):
+        Fresh("one gradient per class, stacked first", '''
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-        columns = [y[:, k] for k in range(y.shape[1])]
-    rows = [tape.gradient(column, x) for column in columns]
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+        columns = [p[:, k] for k in range(p.shape[1])]
+    rows = [tape.gradient(column, logits) for column in columns]
     del tape
     return tf.stack(rows)
-''', "permuted-axes", "Stacking one gradient per output column along axis 0 gives shape (outputs, batch, inputs); "
+''', "permuted-axes", "Stacking one gradient per class along axis 0 gives shape (classes, batch, classes); "
            "the values are right but the batch axis must come first: `tf.stack(rows, axis=1)`, or simply "
-           "`tape.batch_jacobian(y, x)`."),
+           "`tape.batch_jacobian(p, logits)`."),
         Fresh("diag_part of the full Jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    full = tape.jacobian(y, x)
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    full = tape.jacobian(p, logits)
     return tf.linalg.diag_part(full)
 ''', ("wrong-axis", "full-jacobian"), "`tf.linalg.diag_part` takes the diagonal of the last two axes of `full` "
-           "(example and input), not of the two batch axes 0 and 2, so the numbers are wrong; use "
-           "`tape.batch_jacobian(y, x)`."),
-        Fresh("model called on one example at a time", '''
-def per_example_jacobian(model, x):
-    rows = []
-    for i in range(x.shape[0]):
-        xi = x[i]
-        with tf.GradientTape() as tape:
-            tape.watch(xi)
-            yi = model(xi)
-        rows.append(tape.jacobian(yi, xi))
-    return tf.stack(rows)
-''', "missing-axis", "`x[i]` drops the batch axis, and the model expects input of shape (batch, inputs), so "
-           "`model(xi)` raises; keep the batch together and use `tape.batch_jacobian(y, x)`."),
+           "(example and class of the logits), not of the two batch axes 0 and 2, so the numbers are wrong; use "
+           "`tape.batch_jacobian(p, logits)`."),
+        Fresh("softmax without the temperature", '''
+def softmax_jacobian(logits):
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        p = tf.nn.softmax(logits)
+    return tape.batch_jacobian(p, logits)
+''', "missing-term", "The task's softmax is of `logits / $t`; without the division the probabilities, and "
+           "their Jacobian, are those of another function."),
         Fresh("Jacobian of slices taken after the tape", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-    blocks = [tape.jacobian(y[i], x[i]) for i in range(x.shape[0])]
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    blocks = [tape.jacobian(p[i], logits[i]) for i in range(logits.shape[0])]
     del tape
     return tf.stack(blocks)
-''', "sliced-source", "`x[i]` and `y[i]` are new tensors made after the tape closed, so the tape never recorded "
-           "them and every `tape.jacobian` is None; take `tape.batch_jacobian(y, x)` of the whole batch instead."),
+''', "sliced-source", "`logits[i]` and `p[i]` are new tensors made after the tape closed, so the tape never "
+           "recorded them and every `tape.jacobian` is None; take `tape.batch_jacobian(p, logits)` of the whole "
+           "batch instead."),
     ],
 }

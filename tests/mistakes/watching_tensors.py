@@ -123,32 +123,32 @@ def input_only_gradient(model, x):
 ''', "before computing"),
     ],
     "ex3_4_answer": [
-        Mistake("forward pass before the tape", '''
-def per_example_jacobian(model, x):
-    y = model(x)
+        Mistake("softmax before the tape", '''
+def softmax_jacobian(logits):
+    p = tf.nn.softmax(logits / $t)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-    return tape.batch_jacobian(y, x)
+        tape.watch(logits)
+    return tape.batch_jacobian(p, logits)
 ''', "before `tape`'s `with` block"),
         Mistake("gradient instead of a Jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    return tape.gradient(p, logits)
 ''', "sums over the outputs"),
         Mistake("full jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.jacobian(y, x)
-''', "tape.batch_jacobian(y, x)"),
-        Mistake("x never watched", '''
-def per_example_jacobian(model, x):
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    return tape.jacobian(p, logits)
+''', "tape.batch_jacobian(p, logits)"),
+        Mistake("logits never watched", '''
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        y = model(x)
-    return tape.batch_jacobian(y, x)
-''', "tape.watch(x)"),
+        p = tf.nn.softmax(logits / $t)
+    return tape.batch_jacobian(p, logits)
+''', "tape.watch(logits)"),
     ],
 }

@@ -114,39 +114,40 @@ def input_only_gradient(model, x):
     ],
     "ex3_4_answer": [
         Reported("the full Jacobian over the whole batch", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.jacobian(y, x)
-''', "`tape.jacobian` differentiates every output of every example with respect to every input of every "
-            "example, shape (batch, outputs, batch, inputs), mostly zeros; `tape.batch_jacobian(y, x)` keeps the "
-            "per-example blocks.", "https://github.com/pytorch/pytorch/issues/37129"),
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    return tape.jacobian(p, logits)
+''', "`tape.jacobian` differentiates every probability of every example with respect to every logit of every "
+            "example, shape (batch, classes, batch, classes), mostly zeros; `tape.batch_jacobian(p, logits)` keeps "
+            "the per-example blocks.", "https://github.com/pytorch/pytorch/issues/37129"),
         Reported("gradient, which sums the outputs", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
-''', "`tape.gradient` of a non-scalar target differentiates the sum of its outputs, giving one row per example, "
-            "shape (batch, inputs); the task wants one row per output: `tape.batch_jacobian(y, x)`.", TF + "4897"),
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    return tape.gradient(p, logits)
+''', "`tape.gradient` of a non-scalar target differentiates the sum of its outputs, and each example's "
+            "probabilities sum to 1, so it gives zeros of shape (batch, classes); the task wants one row per class: "
+            "`tape.batch_jacobian(p, logits)`.", TF + "4897"),
         Reported("batch_jacobian of an unwatched constant", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        y = model(x)
-    return tape.batch_jacobian(y, x)
-''', "`x` is a constant and was never watched, so the tape has no path from `x` to `y` and the result is "
-            "None; call `tape.watch(x)` before the model.", TF + "50661"),
+        p = tf.nn.softmax(logits / 2)
+    return tape.batch_jacobian(p, logits)
+''', "`logits` is a constant and was never watched, so the tape has no path from `logits` to `p` and the "
+            "result is zeros; call `tape.watch(logits)` before the softmax.", TF + "50661"),
         Reported("one jacobian per example, slices taken after the block", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-    result = tf.stack([tape.jacobian(y[i], x[i]) for i in range(x.shape[0])])
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    result = tf.stack([tape.jacobian(p[i], logits[i]) for i in range(logits.shape[0])])
     del tape
     return result
-''', "`y[i]` and `x[i]` are sliced after the block, so the tape never saw them: `x[i]` is a new tensor that "
-            "`y[i]` does not depend on, and each Jacobian is None. `tape.batch_jacobian(y, x)` is this loop done right.",
-            TF + "54347"),
+''', "`p[i]` and `logits[i]` are sliced after the block, so the tape never saw them: `logits[i]` is a new "
+            "tensor that `p[i]` does not depend on, and each Jacobian is None. `tape.batch_jacobian(p, logits)` is "
+            "this loop done right.", TF + "54347"),
     ],
 }

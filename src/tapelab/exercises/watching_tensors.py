@@ -271,50 +271,79 @@ class InputOnlyGradient(_WatchExercise):
 
 # --- 3.4 ------------------------------------------------------------------------------------
 
+def _softmax_jacobians(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """d softmax(logits[i] / T) / d logits[i] for every row i: (diag(p) − p pᵀ) / T, in float64."""
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return (np.einsum("bi,ij->bij", p, np.eye(p.shape[1])) - np.einsum("bi,bj->bij", p, p)) / temperature
+
+
 class PerExampleJacobian(_WatchExercise):
     number = "3.4"
-    answer = "per_example_jacobian"
-    fixed_because = ("`per_example_jacobian` is a procedure for any `model` and batch `x` it is given: the "
-                     "`batch_jacobian` of the model's output holds no numbers of its own, so only the test's models "
-                     "and inputs could change, not what you write.")
-    visible_cases = ((4, 5, 6, 3, 31),)
-    praise = "one matrix of partial derivatives per example, each of shape (outputs, inputs)."
+    parameter_kinds = {"logits": "constant"}
+    answer = "softmax_jacobian"
+    # The temperature T of the softmax (2 in the notebook's text); a draw is never 1, so a softmax without the
+    # temperature is a wrong answer on every variant.
+    space = Space(default={"t": 2}, draws={"t": lambda rng: (3, 4, 0.5)[int(rng.integers(3))]})
+    statement = ("Write `softmax_jacobian(logits)` that returns, for every example i of the batch, the Jacobian of "
+                 "`p = tf.nn.softmax(logits / ${t})` (a probability per class) with respect to `logits`: "
+                 "the matrix of dp[i, k] / dlogits[i, j]. `logits` is a constant tensor of shape (batch, classes); "
+                 "the result has shape (batch, classes, classes).")
+    visible_cases = ((4, 3, 41),)
+    praise = "one dense (classes, classes) block per example: a softmax mixes the classes of an example, never the examples."
     hints = (
-        "`tape.gradient` sums over the outputs; a Jacobian keeps one row per output.",
-        "Row i of the output depends only on row i of the input, so you want `tape.batch_jacobian`, "
-        "not `tape.jacobian`.",
+        "A softmax ties every class of an example to the others, so each example has a full matrix, not a "
+        "gradient: the tape computes it for you.",
+        "Watch `logits`, compute `p` inside the tape, and remember that example i's probabilities depend only "
+        "on example i's logits.",
     )
 
     def check_case(self, fn, case, facts):
-        batch, n_in, hidden, n_out, seed = case
-        model, weights, x = _model_case((batch, n_in, hidden, seed), n_out)
-        got = self.call(fn, model, tf.constant(x), shown=f"model, x of shape {x.shape}").value
-        x64 = x.astype(np.float64)
-        expected = np.stack([
-            np.stack([numeric_gradient(lambda row, o=o: _forward(weights, row[None])[0, o], x64[i])
-                      for o in range(n_out)])
-            for i in range(batch)])
+        batch, classes, seed = case
+        logits = np.random.default_rng(seed).normal(0, 1.5, (batch, classes)).round(2).astype(np.float32)
+        got = self.call(fn, tf.constant(logits), shown=f"logits of shape {logits.shape}").value
+        t = self.variant["t"]
+        expected = _softmax_jacobians(logits, t)
         if got is None:
-            raise none_feedback("`per_example_jacobian(model, x)` returned `None`.", facts, facts.returned_call(),
-                                _CONSTANT_X)
+            raise none_feedback("`softmax_jacobian(logits)` returned `None`.", facts, facts.returned_call(),
+                                self.parameter_kinds)
         try:
             shape = tuple(to_numpy(got).shape)
         except (TypeError, ValueError):
             shape = None
-        if shape == (batch, n_out, batch, n_in):
+        if shape == (batch, classes, batch, classes):
             raise Incorrect(
                 f"`jacobian` has shape {shape}, but should have shape {expected.shape}. That is the full "
-                "`tape.jacobian`: it pairs every output row with every input row, mostly zeros. "
-                "Did you mean `tape.batch_jacobian(y, x)`?", cause="full-jacobian")
-        if shape == (batch, n_in):
+                "`tape.jacobian`: it pairs every example's probabilities with every example's logits, mostly zeros. "
+                "Did you mean `tape.batch_jacobian(p, logits)`?", cause="full-jacobian")
+        if shape == (batch, classes):
             raise Incorrect(
-                f"`jacobian` has shape {shape}, the shape of `x`, but should have shape {expected.shape}. "
-                "`tape.gradient` sums over the outputs; a Jacobian keeps one row per output. "
-                "Did you mean `tape.batch_jacobian(y, x)`?", cause="gradient-not-jacobian")
+                f"`jacobian` has shape {shape}, the shape of `logits`, but should have shape {expected.shape}. "
+                "`tape.gradient` sums over the outputs" + ("" if not np.allclose(to_numpy(got), 0, atol=1e-6) else
+                                                           " (a softmax's outputs sum to 1, so that gradient is zero)")
+                + "; a Jacobian keeps one row per output. Did you mean `tape.batch_jacobian(p, logits)`?",
+                cause="gradient-not-jacobian")
         if shape == expected.shape and not np.any(to_numpy(got)):
             raise none_feedback("`jacobian` is all zeros: `tape.batch_jacobian` gives zeros, not `None`, when the "
-                                "tape has no record of the source.", facts, facts.returned_call(), _CONSTANT_X)
-        problem = wrong_value("jacobian", expected, got)
+                                "tape has no record of the source.", facts, facts.returned_call(),
+                                self.parameter_kinds)
+        # full[i, k, m, m] of the full Jacobian (batch, classes, batch, classes): the diagonal of its last two axes
+        last_diagonal = expected * np.eye(batch, classes)[:, None, :] if batch >= classes else None
+        problem = wrong_value("jacobian", expected, got, [
+            *([] if last_diagonal is None else [Alternative(
+                "the diagonal of the full Jacobian's last two axes", last_diagonal, "full-jacobian",
+                f"Those are the entries full[i, k, m, m] of the full `tape.jacobian` (shape {(batch, classes) * 2}):"
+                " the diagonal of its last two axes. The per-example blocks are full[i, :, i, :], the diagonal of "
+                "the two batch axes; `tape.batch_jacobian(p, logits)` gives them directly.")]),
+        ] + ([] if t == 1 else [
+            Alternative("the Jacobian of softmax(logits), without the temperature", _softmax_jacobians(logits, 1),
+                        "missing-term", f"That is the Jacobian of `tf.nn.softmax(logits)`: the task divides the "
+                        f"logits by {t:g} first."),
+            Alternative("the Jacobian of softmax(logits / T) without the 1/T of the chain rule",
+                        _softmax_jacobians(logits, t) * t, "constant-factor",
+                        f"Those are the values of diag(p) − p pᵀ without the factor 1/{t:g} that dividing the logits "
+                        "by the temperature brings. Did you write the formula by hand? The tape includes it.")]))
         if problem:
             raise problem
 
