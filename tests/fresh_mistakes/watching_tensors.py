@@ -3,45 +3,41 @@ from answers import Fresh
 
 MISTAKES = {
     "ex3_1_answer": [
-        Fresh("returns z instead of its gradient", '''
-def intermediate_gradient(x):
+        Fresh("returns the loss instead of its gradient", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    dz_dy = tape.gradient(z, y)
-    return z
-''', ("returned-value", "loss-for-gradient"), "You compute `dz_dy` and then `return z`: that is the value "
-           "$z_of_x, not its derivative $dz_dy. Return `dz_dy`."),
-        Fresh("dy/dx: the gradient of the intermediate itself", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    dloss_dlogits = tape.gradient(loss, logits)
+    return loss
+''', ("returned-value", "loss-for-gradient"), "You compute `dloss_dlogits` and then `return loss`: that is the "
+           "loss, one number, not its gradient, one number per logit. Return `dloss_dlogits`."),
+        Fresh("mean instead of the task's sum", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, x)
-''', ("wrong-target", "wrong-source"), "`tape.gradient(y, x)` is dy/dx = $dy_dx, the derivative of the intermediate; "
-           "the exercise asks how z changes with y, `tape.gradient(z, y)` = $dz_dy."),
-        Fresh("chain rule by hand on a non-persistent tape", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_mean((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', ("mean-target", "constant-factor"), "`tf.reduce_mean` divides the loss, and so every entry of its gradient, "
+           "by the number of logits; the task's loss is a `tf.reduce_sum`."),
+        Fresh("both gradients from a non-persistent tape", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    dz_dy = tape.gradient(z, y)
-    dy_dx = tape.gradient(y, x)
-    return dz_dy * dy_dx
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    dloss_dw = tape.gradient(loss, w)
+    dloss_dlogits = tape.gradient(loss, logits)
+    return dloss_dlogits
 ''', "tape-used-twice", "The second `tape.gradient` call fails because a tape that is not persistent answers "
-           "only once; and `dz_dy * dy_dx` would be dz/dx anyway. Just return `tape.gradient(z, y)`."),
-        Fresh("z computed after the with block", '''
-def intermediate_gradient(x):
+           "only once; the exercise needs only `tape.gradient(loss, logits)`."),
+        Fresh("loss computed after the with block", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-    z = $z_code
-    return tape.gradient(z, y)
-''', "outside-tape", "`z = $z_code` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
-           "and `tape.gradient(z, y)` is None. Indent `z = $z_code` into the block."),
+        logits = x @ w
+    loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "outside-tape", "`loss = ...` is outside the `with tf.GradientTape()` block, so the tape never recorded it "
+           "and `tape.gradient(loss, logits)` is None. Indent the loss into the block."),
     ],
     "ex3_2_answer": [
         Fresh("averages the saliency over the batch", '''
@@ -123,49 +119,46 @@ def input_only_gradient(model, x):
            "`watch_accessed_variables=False` for the gradient and return its `watched_variables()`."),
     ],
     "ex3_4_answer": [
-        Fresh("one gradient per output, stacked first", '''
-def per_example_jacobian(model, x):
+        Fresh("one gradient per class, stacked first", '''
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-        columns = [y[:, k] for k in range(y.shape[1])]
-    rows = [tape.gradient(column, x) for column in columns]
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+        columns = [p[:, k] for k in range(p.shape[1])]
+    rows = [tape.gradient(column, logits) for column in columns]
     del tape
     return tf.stack(rows)
-''', "permuted-axes", "Stacking one gradient per output column along axis 0 gives shape (outputs, batch, inputs); "
+''', "permuted-axes", "Stacking one gradient per class along axis 0 gives shape (classes, batch, classes); "
            "the values are right but the batch axis must come first: `tf.stack(rows, axis=1)`, or simply "
-           "`tape.batch_jacobian(y, x)`."),
+           "`tape.batch_jacobian(p, logits)`."),
         Fresh("diag_part of the full Jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    full = tape.jacobian(y, x)
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    full = tape.jacobian(p, logits)
     return tf.linalg.diag_part(full)
 ''', ("wrong-axis", "full-jacobian"), "`tf.linalg.diag_part` takes the diagonal of the last two axes of `full` "
-           "(example and input), not of the two batch axes 0 and 2, so the numbers are wrong; use "
-           "`tape.batch_jacobian(y, x)`."),
-        Fresh("model called on one example at a time", '''
-def per_example_jacobian(model, x):
-    rows = []
-    for i in range(x.shape[0]):
-        xi = x[i]
-        with tf.GradientTape() as tape:
-            tape.watch(xi)
-            yi = model(xi)
-        rows.append(tape.jacobian(yi, xi))
-    return tf.stack(rows)
-''', "missing-axis", "`x[i]` drops the batch axis, and the model expects input of shape (batch, inputs), so "
-           "`model(xi)` raises; keep the batch together and use `tape.batch_jacobian(y, x)`."),
+           "(example and class of the logits), not of the two batch axes 0 and 2, so the numbers are wrong; use "
+           "`tape.batch_jacobian(p, logits)`."),
+        Fresh("softmax without the temperature", '''
+def softmax_jacobian(logits):
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        p = tf.nn.softmax(logits)
+    return tape.batch_jacobian(p, logits)
+''', "missing-term", "The task's softmax is of `logits / $t`; without the division the probabilities, and "
+           "their Jacobian, are those of another function."),
         Fresh("Jacobian of slices taken after the tape", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-    blocks = [tape.jacobian(y[i], x[i]) for i in range(x.shape[0])]
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    blocks = [tape.jacobian(p[i], logits[i]) for i in range(logits.shape[0])]
     del tape
     return tf.stack(blocks)
-''', "sliced-source", "`x[i]` and `y[i]` are new tensors made after the tape closed, so the tape never recorded "
-           "them and every `tape.jacobian` is None; take `tape.batch_jacobian(y, x)` of the whole batch instead."),
+''', "sliced-source", "`logits[i]` and `p[i]` are new tensors made after the tape closed, so the tape never "
+           "recorded them and every `tape.jacobian` is None; take `tape.batch_jacobian(p, logits)` of the whole "
+           "batch instead."),
     ],
 }

@@ -4,44 +4,41 @@ from answers import Mistake
 MISTAKES = {
     "ex3_1_answer": [
         Mistake("target and source swapped", '''
-def intermediate_gradient(x):
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, z)
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(logits, loss)
 ''', "wrong way round"),
-        Mistake("y differentiated by itself", '''
-def intermediate_gradient(x):
+        Mistake("logits differentiated by themselves", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(y, y)
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(logits, logits)
 ''', "by itself"),
-        Mistake("x never watched", '''
-def intermediate_gradient(x):
+        Mistake("w made a constant, never watched", '''
+def logit_gradient(x, w, targets):
+    w = tf.constant(w)
     with tf.GradientTape() as tape:
-        y = $y_code
-        z = $z_code
-    return tape.gradient(z, y)
-''', "tape.watch(x)"),
-        Mistake("watched after computing y", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "tape.watch"),
+        Mistake("a tape that watches nothing by itself", '''
+def logit_gradient(x, w, targets):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "watch_accessed_variables=False"),
+        Mistake("dloss/dw instead of dloss/dlogits", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        y = $y_code
-        tape.watch(x)
-        z = $z_code
-    return tape.gradient(z, y)
-''', "before computing"),
-        Mistake("dz/dx instead of dz/dy", '''
-def intermediate_gradient(x):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-        z = $z_code
-    return tape.gradient(z, x)
-''', "That is dz/dx"),
+        logits = x @ w
+        loss = $c * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, w)
+''', "That is dloss/dw"),
     ],
     "ex3_2_answer": [
         Mistake("model called on x.numpy()", '''
@@ -126,32 +123,32 @@ def input_only_gradient(model, x):
 ''', "before computing"),
     ],
     "ex3_4_answer": [
-        Mistake("forward pass before the tape", '''
-def per_example_jacobian(model, x):
-    y = model(x)
+        Mistake("softmax before the tape", '''
+def softmax_jacobian(logits):
+    p = tf.nn.softmax(logits / $t)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-    return tape.batch_jacobian(y, x)
+        tape.watch(logits)
+    return tape.batch_jacobian(p, logits)
 ''', "before `tape`'s `with` block"),
         Mistake("gradient instead of a Jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    return tape.gradient(p, logits)
 ''', "sums over the outputs"),
         Mistake("full jacobian", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.jacobian(y, x)
-''', "tape.batch_jacobian(y, x)"),
-        Mistake("x never watched", '''
-def per_example_jacobian(model, x):
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / $t)
+    return tape.jacobian(p, logits)
+''', "tape.batch_jacobian(p, logits)"),
+        Mistake("logits never watched", '''
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        y = model(x)
-    return tape.batch_jacobian(y, x)
-''', "tape.watch(x)"),
+        p = tf.nn.softmax(logits / $t)
+    return tape.batch_jacobian(p, logits)
+''', "tape.watch(logits)"),
     ],
 }

@@ -5,41 +5,40 @@ TF = "https://github.com/tensorflow/tensorflow/issues/"
 
 MISTAKES = {
     "ex3_1_answer": [
-        Reported("y computed before the tape, never watched", '''
-def intermediate_gradient(x):
-    y = x * x
+        Reported("logits computed before the tape", '''
+def logit_gradient(x, w, targets):
+    logits = x @ w
     with tf.GradientTape() as tape:
-        z = y * y
-    return tape.gradient(z, y)
-''', "`y` is a tensor computed before the tape opened, and nothing watches it, so dz/dy is None; open the "
-            "tape first, watch `x` (or `y`), and compute both inside.", TF + "29942"),
-        Reported("y watched after z was computed", '''
-def intermediate_gradient(x):
+        loss = 0.5 * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "`logits` is a tensor computed before the tape opened, and nothing watches it, so dloss/dlogits is None; "
+            "compute `logits` inside the block, where the variable `w` makes the tape record it.", TF + "29942"),
+        Reported("the logits turned into NumPy inside the loss", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        y = x * x
-        z = y * y
-        tape.watch(y)
-    return tape.gradient(z, y)
-''', "`tape.watch(y)` comes after `z` was computed from `y`, so the multiplication was not recorded against "
-            "`y` and the gradient is None; watch `x` first thing in the block.", TF + "41510"),
-        Reported("z recomputed from x instead of from y", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((logits.numpy() - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "`logits.numpy()` leaves TensorFlow: the loss is computed from a NumPy copy the tape cannot follow, so "
+            "it does not depend on `logits` on the record and the gradient is None; keep `logits` a tensor.",
+                 TF + "36596"),
+        Reported("loss recomputed from x @ w instead of from logits", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x * x
-        z = (x * x) * (x * x)
-    return tape.gradient(z, y)
-''', "`z` is computed from new products of `x`, not from the tensor `y`, so `z` does not depend on `y` and "
-            "the gradient is None; write `z = y * y`.", TF + "24849"),
-        Reported("dz/dy as dz/dx over dy/dx from one tape", '''
-def intermediate_gradient(x):
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((x @ w - targets) ** 2)
+    return tape.gradient(loss, logits)
+''', "The loss is computed from a new product `x @ w`, not from the tensor `logits`, so the loss does not "
+            "depend on `logits` and the gradient is None; write the loss with `logits`.", TF + "24849"),
+        Reported("dloss/dlogits as dloss/dw over dlogits/dw from one tape", '''
+def logit_gradient(x, w, targets):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x * x
-        z = y * y
-    return tape.gradient(z, x) / tape.gradient(y, x)
-''', "An ordinary tape answers one `gradient` call and is then released, so the second call raises; the "
-            "tape can give dz/dy directly: `tape.gradient(z, y)`.", TF + "46487"),
+        logits = x @ w
+        loss = 0.5 * tf.reduce_sum((logits - targets) ** 2)
+    return tape.gradient(loss, w) / tape.gradient(logits, w)
+''', "An ordinary tape answers one `gradient` call and is then released, so the second call raises (and the "
+            "ratio would not be dloss/dlogits anyway); the tape gives it directly: `tape.gradient(loss, logits)`.",
+                 TF + "46487"),
     ],
     "ex3_2_answer": [
         Reported("the NumPy array watched as it is", '''
@@ -115,39 +114,40 @@ def input_only_gradient(model, x):
     ],
     "ex3_4_answer": [
         Reported("the full Jacobian over the whole batch", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.jacobian(y, x)
-''', "`tape.jacobian` differentiates every output of every example with respect to every input of every "
-            "example, shape (batch, outputs, batch, inputs), mostly zeros; `tape.batch_jacobian(y, x)` keeps the "
-            "per-example blocks.", "https://github.com/pytorch/pytorch/issues/37129"),
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    return tape.jacobian(p, logits)
+''', "`tape.jacobian` differentiates every probability of every example with respect to every logit of every "
+            "example, shape (batch, classes, batch, classes), mostly zeros; `tape.batch_jacobian(p, logits)` keeps "
+            "the per-example blocks.", "https://github.com/pytorch/pytorch/issues/37129"),
         Reported("gradient, which sums the outputs", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
-''', "`tape.gradient` of a non-scalar target differentiates the sum of its outputs, giving one row per example, "
-            "shape (batch, inputs); the task wants one row per output: `tape.batch_jacobian(y, x)`.", TF + "4897"),
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    return tape.gradient(p, logits)
+''', "`tape.gradient` of a non-scalar target differentiates the sum of its outputs, and each example's "
+            "probabilities sum to 1, so it gives zeros of shape (batch, classes); the task wants one row per class: "
+            "`tape.batch_jacobian(p, logits)`.", TF + "4897"),
         Reported("batch_jacobian of an unwatched constant", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape() as tape:
-        y = model(x)
-    return tape.batch_jacobian(y, x)
-''', "`x` is a constant and was never watched, so the tape has no path from `x` to `y` and the result is "
-            "None; call `tape.watch(x)` before the model.", TF + "50661"),
+        p = tf.nn.softmax(logits / 2)
+    return tape.batch_jacobian(p, logits)
+''', "`logits` is a constant and was never watched, so the tape has no path from `logits` to `p` and the "
+            "result is zeros; call `tape.watch(logits)` before the softmax.", TF + "50661"),
         Reported("one jacobian per example, slices taken after the block", '''
-def per_example_jacobian(model, x):
+def softmax_jacobian(logits):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = model(x)
-    result = tf.stack([tape.jacobian(y[i], x[i]) for i in range(x.shape[0])])
+        tape.watch(logits)
+        p = tf.nn.softmax(logits / 2)
+    result = tf.stack([tape.jacobian(p[i], logits[i]) for i in range(logits.shape[0])])
     del tape
     return result
-''', "`y[i]` and `x[i]` are sliced after the block, so the tape never saw them: `x[i]` is a new tensor that "
-            "`y[i]` does not depend on, and each Jacobian is None. `tape.batch_jacobian(y, x)` is this loop done right.",
-            TF + "54347"),
+''', "`p[i]` and `logits[i]` are sliced after the block, so the tape never saw them: `logits[i]` is a new "
+            "tensor that `p[i]` does not depend on, and each Jacobian is None. `tape.batch_jacobian(p, logits)` is "
+            "this loop done right.", TF + "54347"),
     ],
 }

@@ -65,72 +65,76 @@ def _input_gradient(weights, x, squash: bool = False) -> np.ndarray:
 _CONSTANT_X = {"x": "constant"}  # every checker here passes `x` as a tensor, never a variable
 
 
-def _differentiates_itself(facts, like: np.ndarray) -> list[Alternative]:
-    """Ones everywhere from a call whose target is its source (`tape.gradient(y, y)`), if the code shows one."""
+def _differentiates_itself(facts, like: np.ndarray, target: str) -> list[Alternative]:
+    """Ones everywhere from a call whose target is its source (`tape.gradient(y, y)`), if the code shows one;
+    `target` is the name the task gives the target."""
     call = facts.returned_call()
     if call is None or call.target != call.source:
         return []
     return [Alternative("the source differentiated by itself", np.ones_like(like), "target-is-source",
                         f"`{call.text()}` differentiates `{call.source}` by itself, which gives ones. Did you mean "
-                        f"`{call.tape}.{call.method}(z, {call.source})`?")]
+                        f"`{call.tape}.{call.method}({target}, {call.source})`?")]
 
 
 # --- 3.1 ------------------------------------------------------------------------------------
 
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+# The factor c of the loss c·Σ(logits − targets)², whose gradient with respect to the logits is 2c·(logits − targets):
+# 0.5 in the notebook's text (the gradient is the residual itself).
+_FACTORS = (1.0, 2.0, 1.5, 0.25)
 
 
-def _product(symbol: str, times: int) -> str:
-    """`symbol` multiplied by itself as code writes it: `x * x * x` for 3."""
-    return " * ".join([symbol] * times)
-
-
-def _power(symbol: str, exponent: int) -> str:
-    """`symbol` to `exponent` as the task writes it: `x⁴`, and `y` for 1."""
-    return symbol if exponent == 1 else f"{symbol}{str(exponent).translate(_SUPERSCRIPT)}"
-
-
-# (p, q): y = x^p and z = y^q, written as products; the notebook's text has (2, 2)
-_POWERS = ((2, 3), (2, 4), (3, 2), (3, 3))
+def _logit_case(spec):
+    """(x, w, targets) as float32 NumPy arrays for a case spec (batch, n_in, n_out, seed)."""
+    batch, n_in, n_out, seed = spec
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=shape).round(2).astype(np.float32)
+                 for shape in ((batch, n_in), (n_in, n_out), (batch, n_out)))
 
 
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
+    parameter_kinds = {"x": "constant", "w": "variable", "targets": "constant"}
     remedies = {"persistent": (
-        'No second call is needed: the tape gives dz/dy directly, `tape.gradient(z, y)`.')}
-    answer = "intermediate_gradient"
-    # The powers of the two steps, y = x^p and z = y^q ((2, 2) in the notebook's text), drawn as a pair so that
-    # no variant is the notebook's own: dz/dy = q y^(q-1).
-    space = Space(default={"powers": (2, 2)}, draws={"powers": lambda rng: _POWERS[int(rng.integers(len(_POWERS)))]},
-                  wording={"y_code": lambda v: _product("x", v["powers"][0]),
-                           "z_code": lambda v: _product("y", v["powers"][1]),
-                           "z_of_x": lambda v: _power("x", v["powers"][0] * v["powers"][1]),
-                           "dz_dy": lambda v: f"{v['powers'][1]}{_power('y', v['powers'][1] - 1)}",
-                           "dy_dx": lambda v: f"{v['powers'][0]}{_power('x', v['powers'][0] - 1)}"})
-    statement = ("Write `intermediate_gradient(x)` that takes a float constant tensor `x` (any shape), computes "
-                 "`y = ${y_code}` and `z = ${z_code}` under a tape, and returns dz/dy (not dz/dx).")
-    visible_cases = ((1.0, 2.0, -0.5),)
-    praise = "an intermediate result is a source like any other, once the tape has recorded it."
+        "No second call is needed: the tape gives dloss/dlogits directly, `tape.gradient(loss, logits)`.")}
+    answer = "logit_gradient"
+    # The factor c of the squared error (0.5 in the notebook's text). Every draw differs from 0.5, so the
+    # residual logits − targets (the default's answer) is never right on another variant.
+    space = Space(default={"c": 0.5}, draws={"c": lambda rng: _FACTORS[int(rng.integers(len(_FACTORS)))]},
+                  wording={"two_c": lambda v: f"{2 * v['c']:g}"})
+    statement = ("Write `logit_gradient(x, w, targets)` for a linear layer: `x` (batch, inputs) and `targets` "
+                 "(batch, outputs) are constant tensors, `w` is a `tf.Variable` (inputs, outputs). Compute "
+                 "`logits = x @ w` and `loss = ${c} * tf.reduce_sum((logits - targets) ** 2)` under a tape, and "
+                 "return dloss/dlogits: one number per logit, shape (batch, outputs).")
+    visible_cases = ((3, 4, 2, 11),)
+    praise = "the logits are a source like any other: the tape recorded them because `w` is watched."
     hints = (
-        "`x` is a constant, so the tape records nothing about it until you watch it.",
-        "Inside the tape: `tape.watch(x)` first, then `y = ${y_code}` and `z = ${z_code}`.",
+        "`w` is a trainable variable, so the tape watches it, and everything computed from it, by itself.",
+        "Compute `logits` and `loss` inside the `with` block; the source of the gradient is `logits`, not `w`.",
     )
 
-    def check_case(self, fn, values, facts):
-        x = tf.constant(values, tf.float32)
-        got = self.call(fn, x, shown=f"x={fmt(x)}").value
-        x64 = np.array(values, np.float64)
-        p, q = self.variant["powers"]
-        expected = numeric_gradient(lambda y_: float(np.sum(y_**q)), x64**p)
+    def check_case(self, fn, spec, facts):
+        x, w, targets = _logit_case(spec)
+        args = (tf.constant(x), tf.Variable(w), tf.constant(targets))
+        got = self.call(fn, *args, shown=f"x of shape {x.shape}, w of shape {w.shape}, targets of shape {targets.shape}").value
+        c = self.variant["c"]
+        x64, w64, t64 = (a.astype(np.float64) for a in (x, w, targets))
+        residual = x64 @ w64 - t64
         if got is None:
-            raise none_feedback("`intermediate_gradient(x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
-        problem = wrong_value("dz_dy", expected, got, [
-            Alternative("dz/dx", p * q * x64 ** (p * q - 1), "wrong-source",
-                        "That is dz/dx. Pass the intermediate as the source: `tape.gradient(z, y)`."),
-            Alternative("dy/dx", p * x64 ** (p - 1), "wrong-target",
-                        "That is dy/dx. The target is `z` and the source is `y`."),
-            *_differentiates_itself(facts, x64)])
-        self._raise_departed(problem, fn, (x,), lambda v: (lambda y: y * y)(v * v))
+            raise none_feedback("`logit_gradient(x, w, targets)` returned `None`.", facts, facts.returned_call(),
+                                self.parameter_kinds)
+        problem = wrong_value("dloss_dlogits", 2 * c * residual, got, [
+            Alternative("dloss/dw", x64.T @ (2 * c * residual), "wrong-source",
+                        "That is dloss/dw, the gradient for the weights. Pass the logits as the source: "
+                        "`tape.gradient(loss, logits)`."),
+            Alternative("dloss/dtargets", -2 * c * residual, "wrong-source",
+                        "That is dloss/dtargets, the negative of the answer. The source is `logits`."),
+            Alternative("the loss itself", c * np.sum(residual**2), "loss-for-gradient",
+                        "That is the loss, not its gradient: return `tape.gradient(loss, logits)`."),
+            Alternative("the residual logits − targets", residual, "constant-factor",
+                        f"That is the residual logits − targets, without the loss's factor: the derivative of "
+                        f"{c:g}·r² is {2 * c:g}·r. Did you compute it by hand rather than with the tape?"),
+            *_differentiates_itself(facts, residual, "loss")])
+        self._raise_departed(problem, fn, args, lambda x_, w_, t_: 2 * c * (x_ @ w_ - t_))
         if facts.found and facts.tapes == 0:
             raise Incorrect("Exercise 3.1: your numbers are right, but this exercise is about the tape. "
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
@@ -267,50 +271,79 @@ class InputOnlyGradient(_WatchExercise):
 
 # --- 3.4 ------------------------------------------------------------------------------------
 
+def _softmax_jacobians(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """d softmax(logits[i] / T) / d logits[i] for every row i: (diag(p) − p pᵀ) / T, in float64."""
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return (np.einsum("bi,ij->bij", p, np.eye(p.shape[1])) - np.einsum("bi,bj->bij", p, p)) / temperature
+
+
 class PerExampleJacobian(_WatchExercise):
     number = "3.4"
-    answer = "per_example_jacobian"
-    fixed_because = ("`per_example_jacobian` is a procedure for any `model` and batch `x` it is given: the "
-                     "`batch_jacobian` of the model's output holds no numbers of its own, so only the test's models "
-                     "and inputs could change, not what you write.")
-    visible_cases = ((4, 5, 6, 3, 31),)
-    praise = "one matrix of partial derivatives per example, each of shape (outputs, inputs)."
+    parameter_kinds = {"logits": "constant"}
+    answer = "softmax_jacobian"
+    # The temperature T of the softmax (2 in the notebook's text); a draw is never 1, so a softmax without the
+    # temperature is a wrong answer on every variant.
+    space = Space(default={"t": 2}, draws={"t": lambda rng: (3, 4, 0.5)[int(rng.integers(3))]})
+    statement = ("Write `softmax_jacobian(logits)` that returns, for every example i of the batch, the Jacobian of "
+                 "`p = tf.nn.softmax(logits / ${t})` (a probability per class) with respect to `logits`: "
+                 "the matrix of dp[i, k] / dlogits[i, j]. `logits` is a constant tensor of shape (batch, classes); "
+                 "the result has shape (batch, classes, classes).")
+    visible_cases = ((4, 3, 41),)
+    praise = "one dense (classes, classes) block per example: a softmax mixes the classes of an example, never the examples."
     hints = (
-        "`tape.gradient` sums over the outputs; a Jacobian keeps one row per output.",
-        "Row i of the output depends only on row i of the input, so you want `tape.batch_jacobian`, "
-        "not `tape.jacobian`.",
+        "A softmax ties every class of an example to the others, so each example has a full matrix, not a "
+        "gradient: the tape computes it for you.",
+        "Watch `logits`, compute `p` inside the tape, and remember that example i's probabilities depend only "
+        "on example i's logits.",
     )
 
     def check_case(self, fn, case, facts):
-        batch, n_in, hidden, n_out, seed = case
-        model, weights, x = _model_case((batch, n_in, hidden, seed), n_out)
-        got = self.call(fn, model, tf.constant(x), shown=f"model, x of shape {x.shape}").value
-        x64 = x.astype(np.float64)
-        expected = np.stack([
-            np.stack([numeric_gradient(lambda row, o=o: _forward(weights, row[None])[0, o], x64[i])
-                      for o in range(n_out)])
-            for i in range(batch)])
+        batch, classes, seed = case
+        logits = np.random.default_rng(seed).normal(0, 1.5, (batch, classes)).round(2).astype(np.float32)
+        got = self.call(fn, tf.constant(logits), shown=f"logits of shape {logits.shape}").value
+        t = self.variant["t"]
+        expected = _softmax_jacobians(logits, t)
         if got is None:
-            raise none_feedback("`per_example_jacobian(model, x)` returned `None`.", facts, facts.returned_call(),
-                                _CONSTANT_X)
+            raise none_feedback("`softmax_jacobian(logits)` returned `None`.", facts, facts.returned_call(),
+                                self.parameter_kinds)
         try:
             shape = tuple(to_numpy(got).shape)
         except (TypeError, ValueError):
             shape = None
-        if shape == (batch, n_out, batch, n_in):
+        if shape == (batch, classes, batch, classes):
             raise Incorrect(
                 f"`jacobian` has shape {shape}, but should have shape {expected.shape}. That is the full "
-                "`tape.jacobian`: it pairs every output row with every input row, mostly zeros. "
-                "Did you mean `tape.batch_jacobian(y, x)`?", cause="full-jacobian")
-        if shape == (batch, n_in):
+                "`tape.jacobian`: it pairs every example's probabilities with every example's logits, mostly zeros. "
+                "Did you mean `tape.batch_jacobian(p, logits)`?", cause="full-jacobian")
+        if shape == (batch, classes):
             raise Incorrect(
-                f"`jacobian` has shape {shape}, the shape of `x`, but should have shape {expected.shape}. "
-                "`tape.gradient` sums over the outputs; a Jacobian keeps one row per output. "
-                "Did you mean `tape.batch_jacobian(y, x)`?", cause="gradient-not-jacobian")
+                f"`jacobian` has shape {shape}, the shape of `logits`, but should have shape {expected.shape}. "
+                "`tape.gradient` sums over the outputs" + ("" if not np.allclose(to_numpy(got), 0, atol=1e-6) else
+                                                           " (a softmax's outputs sum to 1, so that gradient is zero)")
+                + "; a Jacobian keeps one row per output. Did you mean `tape.batch_jacobian(p, logits)`?",
+                cause="gradient-not-jacobian")
         if shape == expected.shape and not np.any(to_numpy(got)):
             raise none_feedback("`jacobian` is all zeros: `tape.batch_jacobian` gives zeros, not `None`, when the "
-                                "tape has no record of the source.", facts, facts.returned_call(), _CONSTANT_X)
-        problem = wrong_value("jacobian", expected, got)
+                                "tape has no record of the source.", facts, facts.returned_call(),
+                                self.parameter_kinds)
+        # full[i, k, m, m] of the full Jacobian (batch, classes, batch, classes): the diagonal of its last two axes
+        last_diagonal = expected * np.eye(batch, classes)[:, None, :] if batch >= classes else None
+        problem = wrong_value("jacobian", expected, got, [
+            *([] if last_diagonal is None else [Alternative(
+                "the diagonal of the full Jacobian's last two axes", last_diagonal, "full-jacobian",
+                f"Those are the entries full[i, k, m, m] of the full `tape.jacobian` (shape {(batch, classes) * 2}):"
+                " the diagonal of its last two axes. The per-example blocks are full[i, :, i, :], the diagonal of "
+                "the two batch axes; `tape.batch_jacobian(p, logits)` gives them directly.")]),
+        ] + ([] if t == 1 else [
+            Alternative("the Jacobian of softmax(logits), without the temperature", _softmax_jacobians(logits, 1),
+                        "missing-term", f"That is the Jacobian of `tf.nn.softmax(logits)`: the task divides the "
+                        f"logits by {t:g} first."),
+            Alternative("the Jacobian of softmax(logits / T) without the 1/T of the chain rule",
+                        _softmax_jacobians(logits, t) * t, "constant-factor",
+                        f"Those are the values of diag(p) − p pᵀ without the factor 1/{t:g} that dividing the logits "
+                        "by the temperature brings. Did you write the formula by hand? The tape includes it.")]))
         if problem:
             raise problem
 
