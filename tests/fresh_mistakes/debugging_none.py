@@ -7,26 +7,27 @@ MISTAKES = {
 def fixed_gradient(start):
 $setup
     with tf.GradientTape() as tape:
-        err = w * $k - 1.0
-    loss = tf.square(err)
+        err = w * x - $k
+    loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, w)
 """, "outside-tape", "`err` is recorded now, but the square is computed after the `with` block: the tape never saw "
-     "the loss. Indent `loss = tf.square(err)` into the block."),
+     "the loss. Indent `loss = tf.reduce_mean(tf.square(err))` into the block."),
         Fresh("the square taken with NumPy", """
 def fixed_gradient(start):
 $setup
     with tf.GradientTape() as tape:
-        err = w * $k - 1.0
-        loss = np.square(err)
+        err = w * x - $k
+        loss = np.mean(np.square(err))
     return tape.gradient(loss, w)
-""", "numpy-in-path", "`np.square` turns `err` into a NumPy array, which the tape does not record: use `tf.square`."),
+""", "numpy-in-path", "`np.square` and `np.mean` turn `err` into NumPy values, which the tape does not record: use `tf.square` "
+     "and `tf.reduce_mean`."),
         Fresh("w watched instead of err moved into the tape", """
 def fixed_gradient(start):
 $setup
-    err = w * $k - 1.0
+    err = w * x - $k
     with tf.GradientTape() as tape:
         tape.watch(w)
-        loss = tf.square(err)
+        loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, w)
 """, ("outside-tape", "watched-too-late"), "Watching `w` changes nothing: `err` was computed from it before the tape "
      "opened, so no recorded operation leads from the loss back to `w`. Compute `err` inside the block."),
@@ -34,11 +35,11 @@ $setup
 def fixed_gradient(start):
 $setup
     with tf.GradientTape() as tape:
-        err = w * $k - 1.0
-        loss = tf.square(err)
+        err = w * x - $k
+        loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, err)
-""", "wrong-source", "That is d loss / d err, without the factor $k that d err / d w contributes: the task asks for "
-     "the gradient with respect to `w`."),
+""", "wrong-source", "That is d loss / d err, one value per element, without the factor `x` that d err / d w "
+     "contributes: the task asks for the gradient with respect to `w`."),
     ],
     "ex5_2_answer": [
         Fresh("elementwise product instead of a matrix product", '''

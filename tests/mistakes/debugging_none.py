@@ -11,8 +11,8 @@ $broken_tape
         Mistake("the loss returned", """def fixed_gradient(start):
 $setup
     with tf.GradientTape() as tape:
-        err = w * $k - 1.0
-        loss = tf.square(err)
+        err = w * x - $k
+        loss = tf.reduce_mean(tf.square(err))
     return loss
 """, "the loss's value"),
     ],

@@ -9,10 +9,11 @@ MISTAKES = {
         Reported("the None turned into zeros", """
 def fixed_gradient(start):
     w = tf.Variable(start)
-    err = tf.Variable(0.0)
+    x = tf.constant([0.5, -1.0, 3.0])
+    err = tf.Variable(tf.zeros(3))
     with tf.GradientTape() as tape:
-        err.assign(w * 2.0 - 1.0)
-        loss = tf.square(err)
+        err.assign(w * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 """, "Asking for zeros where the gradient is unconnected makes the `None` go away but not its cause: the path "
             "from `w` to the loss is still broken, so the gradient is 0 instead of the derivative. Fix the line that "
@@ -20,31 +21,34 @@ def fixed_gradient(start):
         Reported("err kept as a new variable", """
 def fixed_gradient(start):
     w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
     with tf.GradientTape() as tape:
-        err = tf.Variable(w * 2.0 - 1.0)
-        loss = tf.square(err)
+        err = tf.Variable(w * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, w)
-""", "A new `tf.Variable` made from `w * 2.0 - 1.0` only copies the value in; its initial value is not a recorded "
+""", "A new `tf.Variable` made from `w * x - 2.0` only copies the value in; its initial value is not a recorded "
             "operation the tape can run backwards, so the loss is cut off from `w`. Keep `err` a tensor: "
-            "`err = w * 2.0 - 1.0`.", TF + "17735"),
+            "`err = w * x - 2.0`.", TF + "17735"),
         Reported("the loss computed in the gradient call", """
 def fixed_gradient(start):
     w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
     with tf.GradientTape() as tape:
-        err = w * 2.0 - 1.0
-    return tape.gradient(tf.square(err), w)
-""", "The square is computed in the `gradient` call, after the `with` block closed, so the tape never recorded "
-            "it and the gradient is None. Compute `loss = tf.square(err)` inside the block and differentiate that.",
+        err = w * x - 2.0
+    return tape.gradient(tf.reduce_mean(tf.square(err)), w)
+""", "The loss is computed in the `gradient` call, after the `with` block closed, so the tape never recorded "
+            "it and the gradient is None. Compute `loss = tf.reduce_mean(tf.square(err))` inside the block and differentiate that.",
                  TF + "27660"),
         Reported("err computed from w.numpy()", """
 def fixed_gradient(start):
     w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
     with tf.GradientTape() as tape:
-        err = tf.constant(w.numpy() * 2.0 - 1.0)
-        loss = tf.square(err)
+        err = tf.constant(w.numpy() * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
     return tape.gradient(loss, w)
 """, "`w.numpy()` takes the value out of TensorFlow, so `err` is a new constant with no recorded path back to "
-            "`w`: the gradient is None. Compute `err = w * 2.0 - 1.0` with the variable itself.",
+            "`w`: the gradient is None. Compute `err = w * x - 2.0` with the variable itself.",
                  "https://github.com/keras-team/keras/issues/11157"),
     ],
     "ex5_2_answer": [

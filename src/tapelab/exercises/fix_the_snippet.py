@@ -1,9 +1,9 @@
 """Exercise 5.1 of notebook 05_debugging_none: fix the one line that makes a snippet's gradient `None`.
 
-Every snippet wants the gradient of loss = (k·w − 1)² (with w shifted by 1 first, in the rebinding one) and breaks
-one link of section 1's checklist. A variant draws another snippet and another k: the student has to find the
-broken link, not retype a fix. The checker runs the student's fixed function and compares the gradient with the
-derivative; a `None` is explained from the student's own code (tapelab.checker.explanations), never from the
+Every snippet wants the gradient of loss = mean((w·x − k)²) over three fixed x (with w shifted by 1 first, in the
+rebinding one) and breaks one link of section 1's checklist. A variant draws another snippet and another k: the
+student has to find the broken link, not retype a fix. The checker runs the student's fixed function and compares
+the gradient with the derivative; a `None` is explained from the student's own code (tapelab.checker.explanations), never from the
 snippet's known cause."""
 from __future__ import annotations
 
@@ -21,44 +21,30 @@ __all__ = ["ex5_1", "none_feedback"]
 _TAPE = "    with tf.GradientTape() as tape:\n"
 _RETURN = "    return tape.gradient(loss, w)"
 
-# snippet -> (lines before the tape, lines in it) broken, then fixed; `$k` is the variant's factor. Each differs
+# snippet -> (lines before the tape, lines in it) broken, then fixed; `$k` is the variant's target. Each differs
 # from its fix in one line (the state one also drops the variable the fix leaves unused), and every fixed body
 # computes `err` and `loss` inside the tape.
+_W, _X = "    w = tf.Variable(start)\n", "    x = tf.constant([0.5, -1.0, 3.0])\n"
+_ERR, _LOSS = "        err = w * x - $k\n", "        loss = tf.reduce_mean(tf.square(err))\n"
 _SNIPPETS: dict[str, tuple[str, str, str, str]] = {
-    "state": ("    w = tf.Variable(start)\n    err = tf.Variable(0.0)\n",
-              "        err.assign(w * $k - 1.0)\n        loss = tf.square(err)\n",
-              "    w = tf.Variable(start)\n",
-              "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
-    "numpy": ("    w = tf.Variable(start)\n",
-              "        err = w * $k - 1.0\n        loss = tf.constant(np.square(err.numpy()))\n",
-              "    w = tf.Variable(start)\n",
-              "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
-    "outside": ("    w = tf.Variable(start)\n    err = w * $k - 1.0\n",
-                "        loss = tf.square(err)\n",
-                "    w = tf.Variable(start)\n",
-                "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
-    "stop": ("    w = tf.Variable(start)\n",
-             "        err = tf.stop_gradient(w * $k) - 1.0\n        loss = tf.square(err)\n",
-             "    w = tf.Variable(start)\n",
-             "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
-    "frozen": ("    w = tf.Variable(start, trainable=False)\n",
-               "        err = w * $k - 1.0\n        loss = tf.square(err)\n",
-               "    w = tf.Variable(start)\n",
-               "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
-    "replaced": ("    w = tf.Variable(start)\n    w = w + 1.0\n",
-                 "        err = w * $k - 1.0\n        loss = tf.square(err)\n",
-                 "    w = tf.Variable(start)\n    w.assign_add(1.0)\n",
-                 "        err = w * $k - 1.0\n        loss = tf.square(err)\n"),
+    "state": (_W + _X + "    err = tf.Variable(tf.zeros(3))\n", "        err.assign(w * x - $k)\n" + _LOSS,
+              _W + _X, _ERR + _LOSS),
+    "numpy": (_W + _X, _ERR + "        loss = tf.constant(np.mean(np.square(err.numpy())))\n", _W + _X, _ERR + _LOSS),
+    "outside": (_W + _X + _ERR[4:], _LOSS, _W + _X, _ERR + _LOSS),
+    "stop": (_W + _X, "        err = tf.stop_gradient(w * x) - $k\n" + _LOSS, _W + _X, _ERR + _LOSS),
+    "frozen": ("    w = tf.Variable(start, trainable=False)\n" + _X, _ERR + _LOSS, _W + _X, _ERR + _LOSS),
+    "replaced": (_W + "    w = w + 1.0\n" + _X, _ERR + _LOSS, _W + "    w.assign_add(1.0)\n" + _X, _ERR + _LOSS),
 }
+_XS = np.array([0.5, -1.0, 3.0])
 # snippet -> the line at fault and its fix, the last hint (answers.toml's `last_hint` is `$cure`)
 _CURES = {
     "state": "`err.assign(...)` stores a value in a variable, and an assignment has no gradient: compute "
-             "`err = w * $k - 1.0` as a tensor inside the tape.",
-    "numpy": "`err.numpy()` and `np.square` leave TensorFlow, so the tape records nothing after them: "
-             "`loss = tf.square(err)`.",
-    "outside": "`err` is computed before the tape opens, so nothing records it: move `err = w * $k - 1.0` "
+             "`err = w * x - $k` as a tensor inside the tape.",
+    "numpy": "`err.numpy()` and NumPy's functions leave TensorFlow, so the tape records nothing after them: "
+             "`loss = tf.reduce_mean(tf.square(err))`.",
+    "outside": "`err` is computed before the tape opens, so nothing records it: move `err = w * x - $k` "
                "into the `with` block.",
-    "stop": "`tf.stop_gradient` blocks the path by design: `err = w * $k - 1.0`.",
+    "stop": "`tf.stop_gradient` blocks the path by design: `err = w * x - $k`.",
     "frozen": "A variable made with `trainable=False` is not watched: `w = tf.Variable(start)`.",
     "replaced": "`w = w + 1.0` binds `w` to a tensor the tape does not watch: change the variable in place, "
                 "`w.assign_add(1.0)`.",
@@ -85,14 +71,17 @@ def _fields(v: dict) -> dict:
 class FixTheSnippet(Exercise):
     number = "5.1"
     answer = "fixed_gradient"
-    # Which snippet (its broken link of the checklist) and the factor k of its loss (k·w − 1)²: "state" and 2 in
+    # Which snippet (its broken link of the checklist) and the target k of its loss mean((w·x − k)²): "state" and 2 in
     # the notebook's text; a variant draws one of the other snippets, so that the notebook's fix never passes it.
     space = Space(default={"snippet": "state", "k": 2},
                   draws={"snippet": lambda rng: str(rng.choice(sorted(set(_SNIPPETS) - {"state"}))),
                          "k": lambda rng: int(rng.integers(2, 6))},
+                  # every fix but the rebinding one is the notebook's for the same k: a variant must change k too
+                  allowed=lambda v: v["k"] != 2 or v["snippet"] in ("state", "replaced"),
                   wording={name: (lambda v, name=name: _fields(v)[name])
                            for name in ("broken", "fixed", "broken_body", "broken_tape", "setup", "shift", "cure")})
-    statement = """This function should return the gradient of its loss, (${k}·w − 1)² at w = `start`${shift}, but it returns `None`:
+    statement = """This function should return the gradient of its loss, the mean of (w·x − ${k})² over the three values of `x`, at
+w = `start`${shift}, but it returns `None`:
 
 ```python
 ${broken}
@@ -101,8 +90,8 @@ ${broken}
 Write `fixed_gradient(start)`: the same function with the line that breaks the path from `w` to the loss fixed,
 so that it returns the gradient of that loss with respect to `w`. The test runs it at several starts and compares
 with the derivative."""
-    # For every k from 2 to 5, neither start puts k·w (or k·(w + 1)) at 1, where the gradient is 0 and a `None`
-    # turned into zeros would pass, nor at 3, where the loss equals d loss / d err.
+    # The gradient is 2·(mean(x²)·w − mean(x)·k) = 2·(41/12·w − 5/6·k): for no k from 2 to 5 is it 0 at either start
+    # (or start + 1), where a `None` turned into zeros would pass. x is not symmetric under 1/x, so `w / x` fails.
     visible_cases = (1.25, -1.0)
     praise = "the path from `w` to the loss is whole again, and the gradient is the derivative."
     hints = (
@@ -117,27 +106,26 @@ with the derivative."""
         got = self.call(fn, start, shown=f"start={start}").value
         if got is None:
             raise _none(fn, facts)
-        expected = 2 * k * (k * w - 1)
-        problem = wrong_value(f"fixed_gradient({start})", np.float32(expected), got, [
+        err = w * _XS - k
+        problem = wrong_value(f"fixed_gradient({start})", np.float32(np.mean(2 * err * _XS)), got, [
             Alternative("zeros for an unconnected source", np.float32(0.0), "none-silenced",
                         "That is 0, and your `gradient` call asks for zeros where the path is broken "
                         "(`unconnected_gradients`): that hides the `None` but leaves the path broken. Fix the line "
                         "that breaks it instead.",
-                        confirm=lambda: any(k.startswith("unconnected_gradients=") for k in facts.keywords)),
-            Alternative("the loss itself", np.float32((k * w - 1) ** 2), "returned-value",
+                        confirm=lambda: any(kw.startswith("unconnected_gradients=") for kw in facts.keywords)),
+            Alternative("the loss itself", np.float32(np.mean(err**2)), "returned-value",
                         "That is the loss's value, not its gradient: return `tape.gradient(loss, w)`."),
-            Alternative("d loss / d err", np.float32(2 * (k * w - 1)), "wrong-source",
-                        f"That is d loss / d err, the gradient with respect to `err`: it lacks the factor {k} of "
-                        "d err / d w. Differentiate with respect to `w`."),
-            *([Alternative("the gradient at start, without the shift", np.float32(2 * k * (k * start - 1)),
+            Alternative("d loss / d err", (2 * err / len(_XS)).astype(np.float32), "wrong-source",
+                        "That is d loss / d err, one value per element of `err`, without the factor `x` of "
+                        "d err / d w: differentiate with respect to `w`."),
+            *([Alternative("the gradient at start, without the shift", np.float32(np.mean(2 * (start * _XS - k) * _XS)),
                            "missing-term",
                            f"That is the gradient at w = {start}, not at {start} + 1: did you drop the shift "
                            "`w + 1.0` instead of applying it to the variable (`w.assign_add(1.0)`)?")]
               if self.variant["snippet"] in _SHIFT else [])],
-            otherwise=f"Is your loss still ({k}·w − 1)², computed as `err = w * {k}.0 - 1.0` and `tf.square(err)`?")
+            otherwise=f"Is your loss still the mean of (w·x − {k})², computed as `err = w * x - {k}.0`?")
         if problem:
             raise problem
-
 
 
 def none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
