@@ -55,11 +55,10 @@ class ValidationLoss(Exercise):
     # The error averaged: squared (the mean squared error) in the notebook's text, absolute in every other variant.
     space = Space(default={"loss": "mse"}, draws={"loss": lambda rng: "mae"},
                   wording={"error": lambda v: OWN_LOSSES[v["loss"]][0], "fn": lambda v: OWN_LOSSES[v["loss"]][1]})
-    statement = """Write `evaluate(model, dataset)` that returns the mean ${error} error of `model` over **every row** of the
-validation `dataset`, a `tf.data.Dataset` of `(x, y)` batches whose last batch may be smaller than the others,
-as one number: what `fit` reports as `val_loss` for `loss="${loss}"`. Evaluate, do not train: the model runs in
-inference mode, no optimizer, and no weight or statistic of the model may change. The test gives you a model
-with a `BatchNormalization` and a `Dropout` layer and batches of 4 rows, then 3, whose last batch is short."""
+    statement = """Write `evaluate(model, dataset)` that returns, as one number, the mean ${error} error of `model` over
+**every row** of a `tf.data.Dataset` of `(x, y)` batches whose last batch may be smaller: `fit`'s
+`val_loss` for `loss="${loss}"`. Evaluate, do not train: inference mode, no optimizer, no weight or statistic
+may change. The test's model has `BatchNormalization` and `Dropout`."""
     visible_cases = ((1, 10, 4), (2, 7, 3))
     praise = "every row counted once, in inference mode, and the model is as it was."
     hints = (

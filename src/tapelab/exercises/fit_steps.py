@@ -56,12 +56,12 @@ class FixKeras2Step(FitMatch):
                            "other_error": lambda v: OWN_LOSSES[_other(v["loss"])][0],
                            "other_fn": lambda v: OWN_LOSSES[_other(v["loss"])][1]})
     statement = """- computes the **mean ${error} error** itself (no `compiled_loss`, no `compiled_metrics`), casting `y_pred`
-  to `y`'s dtype first (under `mixed_float16` it is float16);
-- differentiates `self.optimizer.scale_loss(loss)`, not `loss`, as section 4 showed;
-- updates the tracker with `sample_weight=tf.shape(x)[0]`, so a smaller last batch counts by its rows.
+  to `y`'s dtype first (float16 under `mixed_float16`);
+- differentiates `self.optimizer.scale_loss(loss)`, as section 4 showed;
+- updates the tracker with `sample_weight=tf.shape(x)[0]`.
 
 The test compiles it with `optimizer=SGD(0.1)` only and compares 2 epochs' `loss` and weights with
-`fit(loss="${loss}")`, also with several batches, a smaller last batch and `mixed_float16`."""
+`fit(loss="${loss}")`, with several batches, a smaller last batch and `mixed_float16`."""
     praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
     hints = (
         "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean $error "
