@@ -211,10 +211,14 @@ class ManualSgdStep(Exercise):
 
         expected = by_name([c.numpy() for c in copies], [s.numpy() for s in optimizer.momentums])
         got = by_name([v.numpy() for v in kept], [v.numpy() for v in kept_vel])
-        if _all_close(list(expected.values()), list(got.values())):
-            return
         assigned = facts.found and (facts.calls_to("assign") or facts.calls_to("assign_add")
                                     or facts.calls_to("assign_sub"))
+        if _all_close(list(expected.values()), list(got.values())):
+            if facts.found and not assigned:
+                raise Incorrect("Exercise 2.2: your variables and velocities end up right, but this exercise is the "
+                                "step by hand. Update them with `vel.assign(...)` and `v.assign_add(vel)` instead of "
+                                "an optimizer.", cause="optimizer-not-by-hand")
+            return
         no_velocity = "Did you set each velocity in place with `vel.assign(...)`?" if not facts.found or facts.calls_to(
             "assign") == 0 else "Is it set in place, in every step?"
         alternatives = (
