@@ -39,32 +39,35 @@ def model_gradients(model, loss_fn, x, y):
             "`model(x, training=True)` inside the tape."),
     ],
     "ex2_2_answer": [
-        Fresh("first gradient used for every variable", '''
-def manual_sgd_step(variables, grads, lr):
-    for i, v in enumerate(variables):
-        v.assign_sub(lr * $grad_first)
-''', "first-source-only", "You index `grads[0]` inside the loop, so every variable is moved by the first variable's "
-            "gradient; use `grads[i]` (or `zip(variables, grads)`) so each variable gets its own."),
+        Fresh("variable moved before the velocity is updated", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        v.assign_add(vel)
+        vel.assign($m * vel - lr * g)
+''', "stale-value", "You add `vel` to `v` before updating `vel`, so each step moves the variable by the previous "
+            "step's velocity (zero at first); update `vel` first, then `v.assign_add(vel)`."),
         Fresh("learning rate made a float64 tensor", '''
-def manual_sgd_step(variables, grads, lr):
+def manual_sgd_step(variables, velocities, grads, lr):
     lr = tf.constant(lr, dtype=tf.float64)
-    for v, g in zip(variables, grads):
-        v.assign_sub(lr * $grad)
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign($m * vel - lr * g)
+        v.assign_add(vel)
 ''', "dtype-clash", "`tf.constant(lr, dtype=tf.float64)` cannot be multiplied by the float32 gradients; leave `lr` "
             "a Python number, which takes the gradient's dtype."),
-        Fresh("new values written into the list", '''
-def manual_sgd_step(variables, grads, lr):
+        Fresh("new velocities written into the list", '''
+def manual_sgd_step(variables, velocities, grads, lr):
     for i in range(len(variables)):
-        variables[i] = variables[i] - lr * $gradi
-''', "replaced-by-tensor", "`variables[i] = variables[i] - lr * $gradi` replaces the list entry with a new tensor "
-            "and leaves the variable itself unchanged; update it in place with `variables[i].assign_sub(lr * $gradi)`."),
-        Fresh("assign_sub dedented out of the loop", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        update = lr * $grad
-    v.assign_sub(update)
-''', "no-update", "Your `v.assign_sub(update)` sits after the loop, so only the last variable is updated and all the "
-            "others never change; indent it into the loop body."),
+        velocities[i] = $m * velocities[i] - lr * grads[i]
+        variables[i].assign_add(velocities[i])
+''', "replaced-by-tensor", "`velocities[i] = ...` replaces the list entry with a new tensor and leaves the velocity "
+            "variable at zero, so every step is plain SGD; update it in place with `velocities[i].assign(...)`."),
+        Fresh("velocity subtracted, as descent usually is", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign($m * vel - lr * g)
+        v.assign_sub(vel)
+''', "sign-flipped", "The velocity `$m * vel - lr * g` already points downhill; `v.assign_sub(vel)` moves the "
+            "variable uphill. Add it: `v.assign_add(vel)`."),
     ],
     "ex2_3_answer": [
         Fresh("data loss returned without the layer losses", '''

@@ -48,30 +48,42 @@ def model_gradients(model, loss_fn, x, y):
 ''', "Did you pass `preds` to `tape.gradient` instead of `loss`?"),
     ],
     "ex2_2_answer": [
-        Mistake("rebinds instead of assign_sub", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v = v - lr * $grad
-''', "rebinds the name"),
-        Mistake("wrong sign (assign_add)", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign_add(lr * $grad)
+        Mistake("rebinds instead of assigning", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel = $m * vel - lr * g
+        v = v + vel
+''', "only rebinds the name"),
+        Mistake("wrong sign (+ lr * g)", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign($m * vel + lr * g)
+        v.assign_add(vel)
 ''', "uphill"),
         Mistake("learning rate forgotten", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign_sub($grad)
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign($m * vel - g)
+        v.assign_add(vel)
 ''', "multiply the gradient by `lr`"),
         Mistake("learning rate hard-coded", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign_sub(0.1 * $grad)
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign($m * vel - 0.1 * g)
+        v.assign_add(vel)
 ''', "Did you use the `lr` you were given"),
-        Mistake("only the first variable updated", '''
-def manual_sgd_step(variables, grads, lr):
-    variables[0].assign_sub(lr * $grad0)
-''', "the other variables did not change"),
+        Mistake("momentum term forgotten", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign(-lr * g)
+        v.assign_add(vel)
+''', "is missing"),
+        Mistake("velocity rebound, never stored", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel = $m * vel - lr * g
+        v.assign_add(vel)
+''', "every velocity is still zero"),
     ],
     "ex2_3_answer": [
         Mistake("layer losses forgotten", '''

@@ -42,30 +42,34 @@ def model_gradients(model, loss_fn, x, y):
     ],
     "ex2_2_answer": [
         Reported("the loop name rebound to a new tensor", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v = v - lr * g
-''', "`v = v - lr * g` only rebinds the loop name to a new tensor; the variables in the list never change. "
-            "Update each in place with `v.assign_sub(lr * g)`.", TF + "6278"),
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign(0.9 * vel - lr * g)
+        v = v + vel
+''', "`v = v + vel` only rebinds the loop name to a new tensor; the variables in the list never move, though the "
+            "velocities are right. Update each variable in place with `v.assign_add(vel)`.", TF + "6278"),
         Reported("the step applied to NumPy copies", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign(0.9 * vel - lr * g)
         values = v.numpy()
-        values -= lr * g.numpy()
-''', "`v.numpy()` returns a copy of the variable's values; subtracting from that copy leaves the variable "
-            "as it was. Use `v.assign_sub(lr * g)`.", TF + "61524"),
-        Reported("assign instead of assign_sub", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign(lr * g)
-''', "`v.assign(lr * g)` replaces the variable's value by the step itself instead of subtracting the step from "
-            "it; `v.assign_sub(lr * g)` is the SGD update.", TF + "35781"),
+        values += vel.numpy()
+''', "`v.numpy()` returns a copy of the variable's values; adding to that copy leaves the variable as it was. "
+            "Use `v.assign_add(vel)`.", TF + "61524"),
+        Reported("assign instead of assign_add", '''
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign(0.9 * vel - lr * g)
+        v.assign(vel)
+''', "`v.assign(vel)` replaces the variable's value by the velocity instead of adding the velocity to it; "
+            "`v.assign_add(vel)` is the update.", TF + "35781"),
         Reported("the step taken up the gradient", '''
-def manual_sgd_step(variables, grads, lr):
-    for v, g in zip(variables, grads):
-        v.assign_add(lr * g)
-''', "`assign_add` moves each variable up its gradient, increasing the loss; gradient descent subtracts: "
-            "`v.assign_sub(lr * g)`.",
+def manual_sgd_step(variables, velocities, grads, lr):
+    for v, vel, g in zip(variables, velocities, grads):
+        vel.assign(0.9 * vel + lr * g)
+        v.assign_add(vel)
+''', "`+ lr * g` makes the velocity point up the gradient, so every step increases the loss; momentum descends "
+            "with `0.9 * vel - lr * g`.",
             "https://github.com/dragen1860/Deep-Learning-with-TensorFlow-book/issues/156"),
     ],
     "ex2_3_answer": [

@@ -1,5 +1,5 @@
 """Exercises of notebook 02_model_variables: gradients for a Keras model's variables and a hand-written
-SGD step; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
+SGD step with momentum; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
 training loop over batches (2.4) in `tapelab.exercises.training_loop` and the compiled running mean (2.5) in
 `tapelab.exercises.compiled_state` and gradient accumulation (2.6) in `tapelab.exercises.accumulation`, all
 re-exported here, so the notebook imports all six from one place."""
@@ -138,128 +138,137 @@ class ModelGradients(Exercise):
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 2.2: manual_sgd_step(variables, grads, lr)
+# Exercise 2.2: manual_sgd_step(variables, velocities, grads, lr), SGD with momentum by hand
+
+_SECOND_STEP = [tf.constant([[-20.0]]), tf.constant([-6.5])]  # the worked example's second gradients
+
 
 def _sgd_case(spec):
-    """(variables, grads, lr): the worked example's first step, or seeded tf.Variables."""
+    """(variables, two steps' gradients, lr): the worked example, or seeded tf.Variables."""
     if spec == "worked":
         model = dense_model()
-        return list(model.trainable_variables), [tf.constant([[-35.0]]), tf.constant([-12.0])], 0.1
+        return list(model.trainable_variables), [[tf.constant([[-35.0]]), tf.constant([-12.0])], _SECOND_STEP], 0.1
     seed, lr = spec
     rng = np.random.default_rng(seed)
     shapes = [(3, 2), (2,), (2, 1), (1,)]
     variables = [tf.Variable(rng.normal(size=s), dtype=tf.float32, name=f"v{i}") for i, s in enumerate(shapes)]
-    grads = [tf.constant(rng.normal(size=s), tf.float32) for s in shapes]
-    return variables, grads, lr
+    steps = [[tf.constant(rng.normal(size=s), tf.float32) for s in shapes] for _ in range(2)]
+    return variables, steps, lr
 
 
-def _decayed(g: str, v: str, wd: float) -> str:
-    """The step's direction as code writes it: the gradient `g`, plus `wd` times the variable `v` if wd > 0."""
-    return f"({g} + {wd:g} * {v})" if wd else g
+def _momentum_run(before, steps, lr, m, velocity, move, keep=True):
+    """Variables and velocities after the steps, when each step sets the velocity to `velocity(vel, g)` (kept
+    only if `keep`) and the variable to `move(v, old velocity, new velocity)`: one wrong answer per rule."""
+    values, vels = [b.copy() for b in before], [np.zeros_like(b) for b in before]
+    for grads in steps:
+        for i, g in enumerate(grads):
+            new = velocity(vels[i], to_numpy(g))
+            values[i] = move(values[i], vels[i], new)
+            vels[i] = new if keep else vels[i]
+    return values, vels
 
 
 class ManualSgdStep(Exercise):
     number = "2.2"
     answer = "manual_sgd_step"
-    # The weight decay wd: each variable moves by lr * (g + wd * v), as SGD(weight_decay=wd) does (0, plain SGD,
-    # in the notebook's text). The worked example's variables are zeros, which no decay moves: the second case's not.
-    space = Space(default={"wd": 0}, draws={"wd": lambda rng: float(rng.choice([0.2, 0.3, 0.5, 0.8]))},
-                  wording={"grad": lambda v: _decayed("g", "v", v["wd"]),
-                           "grad0": lambda v: _decayed("grads[0]", "variables[0]", v["wd"]),
-                           "gradi": lambda v: _decayed("grads[i]", "variables[i]", v["wd"]),
-                           "grad_first": lambda v: _decayed("grads[0]", "v", v["wd"]),
-                           "rule": lambda v: f"v ← v − lr·(g + {v['wd']:g}·v)" if v["wd"] else "v ← v − lr·g",
-                           "sgd": lambda v: "SGD with weight decay" if v["wd"] else "Plain SGD",
-                           "by": lambda v: (f"(its gradient from `grads` plus {v['wd']:g} times the variable "
-                                            "itself: a weight decay)") if v["wd"] else "its gradient from `grads`",
-                           "optimizer": lambda v: (f"keras.optimizers.SGD(learning_rate=lr, weight_decay={v['wd']:g})"
-                                                   if v["wd"] else "keras.optimizers.SGD(learning_rate=lr)")})
-    statement = ("Write `manual_sgd_step(variables, grads, lr)` that updates each variable in the list `variables` in "
-                 "place by minus `lr` times ${by} (same order), using `assign_sub`. It need not return anything. "
-                 "The test compares your variables with what `${optimizer}` does to copies of them, on the worked "
-                 "example and on other variables.")
+    # The momentum m of the velocity update vel <- m*vel - lr*g (Keras' SGD(momentum=m)); 0.9 in the text.
+    space = Space(default={"m": 0.9}, draws={"m": lambda rng: float(rng.choice([0.5, 0.6, 0.75, 0.8, 0.95]))})
+    statement = ("SGD with momentum keeps a velocity for each variable. Write `manual_sgd_step(variables, velocities, "
+                 "grads, lr)` that, for each variable `v` with its velocity `vel` (a `tf.Variable` of the same shape, "
+                 "zero at the start) and its gradient `g` (the three lists in the same order), first sets `vel` to "
+                 "${m}·vel − lr·g, then adds the new `vel` to `v`, both in place. It need not return anything. The "
+                 "test takes two steps, on the worked example and on other variables, and compares your variables and "
+                 "velocities with what `keras.optimizers.SGD(learning_rate=lr, momentum=${m})` does to copies of them.")
     visible_cases = ("worked", (3, 0.05))  # a second learning rate: a hard-coded 0.1 fails here
-    praise = "your hand-written step moves every variable exactly as `keras.optimizers.SGD` does."
+    praise = "your hand-written step moves every variable and velocity exactly as Keras' SGD with momentum does."
     hints = (
-        "Gradient descent moves each variable a small step against its gradient: ${rule}.",
-        "Pair each variable with its gradient using `zip(variables, grads)`, and change the variable in place.",
+        "Momentum is state that outlives one step: the velocity remembers the past steps, and the variable moves "
+        "by the velocity, not by the gradient alone. Both must change in place, so use the variables' own methods.",
+        "Loop over `zip(variables, velocities, grads)`; update the velocity with `vel.assign(...)` before "
+        "`v.assign_add(vel)`.",
     )
 
     def check_case(self, fn, spec, facts):
-        variables, grads, lr = _sgd_case(spec)
-        wd = self.variant["wd"]
-        kept = list(variables)  # our own references, whatever the function does to the list
+        kept, steps, lr = _sgd_case(spec)
+        m = self.variant["m"]
+        kept_vel = [tf.Variable(tf.zeros_like(v)) for v in kept]
         before = [v.numpy().copy() for v in kept]
-        shown = f"{len(kept)} variables, their gradients, lr={lr}"
-        self.call(fn, variables, grads, lr, shown=shown)
+        for k, grads in enumerate(steps, start=1):
+            self.call(fn, list(kept), list(kept_vel), grads, lr,  # fresh lists each step, as an optimizer passes
+                      shown=f"{len(kept)} variables, their velocities and step {k}'s gradients, lr={lr}")
         copies = [tf.Variable(b) for b in before]
-        (keras.optimizers.SGD(learning_rate=lr, weight_decay=wd) if wd else
-         keras.optimizers.SGD(learning_rate=lr)).apply(grads, copies)
-        after = [v.numpy() for v in kept]
-        expected = [c.numpy() for c in copies]
-        grad = self.variant["grad"]
-        if _all_close(expected, after):
-            if facts.found and not (facts.calls_to("assign_sub") or facts.calls_to("assign")):
-                raise Incorrect("Exercise 2.2: your variables end up right, but this exercise is the step by "
-                                f"hand. Update each variable with `v.assign_sub(lr * {grad})` instead of an optimizer.",
-                                cause="optimizer-not-by-hand")
-            return
+        optimizer = keras.optimizers.SGD(learning_rate=lr, momentum=m)
+        for grads in steps:
+            optimizer.apply(grads, copies)
         names = [_short_name(v) for v in kept]
+        labels = names + [f"velocity of {n}" for n in names]
 
-        def by_name(values) -> dict:
-            return dict(zip(names, values))
+        def by_name(values, vels) -> dict:
+            return dict(zip(labels, [*values, *vels]))
 
-        directions = [to_numpy(g) + wd * b if wd else to_numpy(g) for g, b in zip(grads, before)]
-        steps = [lr * d for d in directions]
-        in_place = facts.found and any(facts.calls_to(m) for m in ("assign_sub", "assign", "assign_add"))
-        unchanged = (Alternative("no update", by_name(before), "no-update",
-                                 "The variables did not change. Did you call `assign_sub` on each of them?")
-                     if in_place or not facts.found else
-                     Alternative("rebound", by_name(before), "replaced-by-tensor",
-                                 f"The variables did not change. Did you write `v = v - lr * {grad}`? That rebinds "
-                                 "the name to a new tensor and leaves the variable alone: change it in place with "
-                                 f"`v.assign_sub(lr * {grad})`."))
-        # `v.assign(lr * g)` from a zero start is also `before + lr * g`: the code tells the two apart
-        replaced = facts.found and facts.calls_to("assign") and not (facts.calls_to("assign_sub")
-                                                                    or facts.calls_to("assign_add"))
+        def rule(velocity, move=lambda v, old, new: v + new, keep=True) -> dict:
+            return by_name(*_momentum_run(before, steps, lr, m, velocity, move, keep))
+
+        expected = by_name([c.numpy() for c in copies], [s.numpy() for s in optimizer.momentums])
+        got = by_name([v.numpy() for v in kept], [v.numpy() for v in kept_vel])
+        assigned = facts.found and (facts.calls_to("assign") or facts.calls_to("assign_add")
+                                    or facts.calls_to("assign_sub"))
+        if _all_close(list(expected.values()), list(got.values())):
+            if facts.found and not assigned:
+                raise Incorrect("Exercise 2.2: your variables and velocities end up right, but this exercise is the "
+                                "step by hand. Update them with `vel.assign(...)` and `v.assign_add(vel)` instead of "
+                                "an optimizer.", cause="optimizer-not-by-hand")
+            return
+        no_velocity = "Did you set each velocity in place with `vel.assign(...)`?" if not facts.found or facts.calls_to(
+            "assign") == 0 else "Is it set in place, in every step?"
         alternatives = (
-            unchanged,
-            Alternative("uphill", by_name(b + d for b, d in zip(before, steps)), "uphill-step",
-                        "Your step went uphill, along the gradient. Did you use `assign_add`? Descent subtracts: "
-                        f"`v.assign_sub(lr * {grad})`.", lambda: not replaced),
-            Alternative("replaced by the step", by_name(steps), "assign-replaces",
-                        f"Each variable now holds the step `lr * {grad}` itself: `v.assign(...)` replaces the value "
-                        f"with its argument. Subtract the step from it with `v.assign_sub(lr * {grad})`.",
-                        lambda: bool(replaced)),
-            Alternative("whole gradient", by_name(b - d for b, d in zip(before, directions)), "no-learning-rate",
-                        "Each variable moved by the whole gradient. Did you multiply the gradient by `lr`?"),
-            *(Alternative(f"only {names[i]}", by_name(e if k == i else b
-                                                      for k, (b, e) in enumerate(zip(before, expected))),
-                          "no-update", f"Only `{names[i]}` moved; the other variables did not change. Did you "
-                          "update every variable in the list, each with its own gradient?")
-              for i in range(len(names)) if len(names) > 1),
+            Alternative("nothing changed", by_name(before, [np.zeros_like(b) for b in before]),
+                        "no-update" if assigned else "replaced-by-tensor",
+                        "Neither the variables nor the velocities changed. " + (
+                            "Did you change each in place, with `assign` and `assign_add`?" if assigned else
+                            "Your code changes none of them in place: a line like `v = v + vel` only rebinds the "
+                            "name to a new tensor. Use `vel.assign(...)` and `v.assign_add(vel)`.")),
+            Alternative("velocities kept at zero", rule(lambda vel, g: m * vel - lr * g, keep=False),
+                        "replaced-by-tensor" if facts.found and facts.calls_to("assign") == 0 else "no-update",
+                        "The variables moved, but every velocity is still zero, so each step was plain SGD. "
+                        + no_velocity),
+            Alternative("variables not moved", rule(lambda vel, g: m * vel - lr * g, lambda v, old, new: v),
+                        "no-update" if facts.found and facts.calls_to("assign_add") else "replaced-by-tensor",
+                        "The velocities are right, but the variables did not move. " + (
+                            "Is `v.assign_add(vel)` reached for every variable?" if facts.found and
+                            facts.calls_to("assign_add") else "Your code never changes them in place: add each "
+                            "velocity to its variable with `v.assign_add(vel)`.")),
+            Alternative("no momentum", rule(lambda vel, g: -lr * g), "missing-term",
+                        f"Each velocity holds only −lr·g, the last step: the term {m:g}·vel, the memory of the past "
+                        f"steps, is missing. Set `vel` to `{m:g} * vel - lr * g`."),
+            Alternative("uphill", rule(lambda vel, g: m * vel + lr * g), "uphill-step",
+                        "Your steps went uphill, along the gradients: each velocity gained +lr·g. Momentum "
+                        f"descends: `{m:g} * vel - lr * g`."),
+            Alternative("velocity subtracted", rule(lambda vel, g: m * vel - lr * g, lambda v, old, new: v - new),
+                        "sign-flipped", "The velocities are right, but each variable moved against its velocity, "
+                        "uphill. The velocity already points downhill: add it, `v.assign_add(vel)`."),
+            Alternative("whole gradient", rule(lambda vel, g: m * vel - g), "no-learning-rate",
+                        "Each velocity gained the whole gradient. Did you multiply the gradient by `lr`?"),
+            Alternative("old velocity", rule(lambda vel, g: m * vel - lr * g, lambda v, old, new: v + old), "stale-value",
+                        "The velocities are right, but each variable moved by the velocity it had before this step "
+                        "(zero in the first). Update the velocity first, then add the new one to the variable."),
+            Alternative("replaced by the velocity", rule(lambda vel, g: m * vel - lr * g, lambda v, old, new: new),
+                        "assign-replaces", "Each variable now holds its velocity itself: `v.assign(vel)` replaces the "
+                        "value. Add the velocity to it with `v.assign_add(vel)`."),
+            Alternative("velocity as m*vel + g", rule(lambda vel, g: m * vel + g, lambda v, old, new: v - lr * new),
+                        "constant-factor", f"Your variables move right, but each velocity holds `{m:g} * vel + g`, "
+                        "the gradient's running sum, which the variable then leaves scaled by `−lr`. The task and "
+                        f"Keras keep the step itself in the velocity: `{m:g} * vel - lr * g`."),
         )
-        if wd:
-            plain = [b - lr * to_numpy(g) for b, g in zip(before, grads)]
-            alternatives += (
-                Alternative("no weight decay", by_name(plain), "missing-term", f"Each variable moved by `lr * g` "
-                            f"alone: the weight decay is missing. Subtract `lr * {grad}`, the gradient plus {wd:g} "
-                            "times the variable, scaled by `lr`."),
-                Alternative("decay without lr", by_name(p - wd * b for p, b in zip(plain, before)), "no-learning-rate",
-                            f"The weight decay moved each variable by `{wd:g} * v`, not scaled by `lr`. Multiply the "
-                            f"whole direction by the learning rate: `lr * {grad}`."),
-                Alternative("decay reversed", by_name(p + lr * wd * b for p, b in zip(plain, before)), "sign-flipped",
-                            f"The weight decay pushed each variable away from zero. The decay is added to the "
-                            f"gradient, `lr * {grad}`, so that subtracting it shrinks the variable."),
-            )
-        ratio = ratio_of([e - b for e, b in zip(expected, before)], [a - b for a, b in zip(after, before)])
+        ratio = ratio_of([e - b for e, b in zip(expected.values(), [*before, *(0 * b for b in before)])],
+                         [a - b for a, b in zip(got.values(), [*before, *(0 * b for b in before)])])
         if ratio is not None:
-            alternatives += (Alternative("another step size", by_name(after), "constant-factor",
-                                         f"Every variable moved {ratio:.4g} times as far as `lr={lr}` gives. Did you "
-                                         "use the `lr` you were given, and no other factor?"),)
-        problem = wrong_value("variables", by_name(expected), by_name(after), alternatives,
-                              f"Did you subtract `lr * {grad}` from each variable, paired with its own gradient?",
-                              _RTOL, _ATOL)
+            alternatives += (Alternative("another step size", got, "constant-factor",
+                                         f"Every variable and velocity moved {ratio:.4g} times as far as `lr={lr}` "
+                                         "gives. Did you use the `lr` you were given, and no other factor?"),)
+        problem = wrong_value("variables and velocities", expected, got, alternatives,
+                              f"Did you set each velocity to `{m:g} * vel - lr * g` and then add it to its variable, "
+                              "each with its own gradient?", _RTOL, _ATOL)
         if problem:
             raise problem
 
