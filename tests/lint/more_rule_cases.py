@@ -182,6 +182,15 @@ MORE_PITFALLS = {
 
 # label -> (rule code, source): classes of false alarm that must stay silent
 FALSE_ALARMS = {
+    "a tape name rebound by unpacking a helper's result, then asked once per loop pass": ("tape-used-twice", """
+        x = tf.Variable(3.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        g = tape.gradient(y, x)
+        for step in range(3):
+            tape, loss = record(x)
+            g = tape.gradient(loss, x)
+        """),
     "a distribution built before the tape by a factory classmethod": ("outside-tape", """
         mean, var = tf.Variable(0.4), tf.Variable(0.02)
         prior = tfd.Beta.experimental_from_mean_variance(mean, var)

@@ -140,6 +140,12 @@ def _scope(node: ast.AST, body: list[ast.stmt]) -> Scope:
                 if isinstance(target, ast.Name):
                     current[target.id] = Tape(target.id, flag(stmt.value, "persistent"), stmt)
                     tapes.append(current[target.id])
+        elif isinstance(stmt, (ast.Assign, ast.For)):
+            # a name rebound to something else (`tape, loss = record()`) no longer holds the tape it held
+            for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        current.pop(name.id, None)
         for call in _own_calls(stmt):
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
                 tape = current.get(call.func.value.id)
