@@ -406,6 +406,9 @@ _CATALOGUE = (
           "Set every accumulator back to zeros right after `apply`."),
     Cause("accumulated-into-weights", "gradients added to the model's weights instead of to accumulators of their own",
           "Keep one zero-initialised accumulator per trainable variable and `assign_add` the gradients to it."),
+    # 02_model_variables, Exercise 2.7 (a compiled warm-up)
+    Cause("warmup-not-capped", "a warm-up scale t / w that keeps growing after w steps instead of stopping at 1",
+          "Cap the scale: `tf.minimum(1.0, t / w)`."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
