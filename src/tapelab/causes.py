@@ -409,6 +409,9 @@ _CATALOGUE = (
     # fixing a None gradient, notebook 05 (Exercise 5.1)
     Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
           "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
+    # 02_model_variables, Exercise 2.7 (a compiled warm-up)
+    Cause("warmup-not-capped", "a warm-up scale t / w that keeps growing after w steps instead of stopping at 1",
+          "Cap the scale: `tf.minimum(1.0, t / w)`."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -311,4 +311,68 @@ def make_accumulating_step(model):
 ''', "applied-per-micro-batch", "The count is tested before it is incremented, so the first call (count 0) already "
             "applies one micro-batch's gradients. Count the call first, then apply when the count reaches $k."),
     ],
+    "ex2_7_answer": [
+        Fresh("Python's min kept on the variable", '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0.0)
+
+    @tf.function
+    def step(x, y):
+        calls.assign_add(1.0)
+        scale = min(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'eager-only-check', "Python's `min` compares the symbolic tensor `calls / $w` with 1.0 while tracing, which needs a Python `bool`; use `tf.minimum(1.0, calls / $w)`."),
+        Fresh('the counter rebound to a tensor', '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0.0)
+
+    @tf.function
+    def step(x, y):
+        nonlocal calls
+        calls = calls + 1.0
+        scale = tf.minimum(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', ('trace-time-state', 'replaced-by-tensor'), '`calls = calls + 1.0` runs once, while tracing, and rebinds the name to a tensor: the variable never changes and every call uses the first scale. Write `calls.assign_add(1.0)`.'),
+        Fresh('tf.function removed', '''
+def make_warmup_step(model, optimizer):
+    calls = 0
+
+    def step(x, y):
+        nonlocal calls
+        calls += 1
+        scale = min(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'not-compiled', 'Dropping `@tf.function` makes the Python counter run on every call, but the task asks to keep the step compiled: keep the decorator and move the count into a `tf.Variable`.'),
+        Fresh('the warm-up removed', '''
+def make_warmup_step(model, optimizer):
+    @tf.function
+    def step(x, y):
+        scale = 1.0
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'missing-term', 'Every call now makes the full step: the warm-up scale min(1, t / $w) is gone. Count the calls in a variable and scale by `tf.minimum(1.0, calls / $w)`.'),
+    ],
 }

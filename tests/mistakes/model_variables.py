@@ -450,4 +450,87 @@ def make_accumulating_step(model):
     return step
 ''', 'the weights had not moved'),
     ],
+    "ex2_7_answer": [
+        Mistake('the given Python counter kept', '''
+def make_warmup_step(model, optimizer):
+    calls = 0
+
+    @tf.function
+    def step(x, y):
+        nonlocal calls
+        calls += 1
+        scale = min(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'ran once, while `tf.function` traced `step`'),
+        Mistake('the counter variable created inside the step', '''
+def make_warmup_step(model, optimizer):
+    @tf.function
+    def step(x, y):
+        calls = tf.Variable(0.0)
+        calls.assign_add(1.0)
+        scale = tf.minimum(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'variable'),
+        Mistake('the scale computed before the count', '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0.0)
+
+    @tf.function
+    def step(x, y):
+        scale = tf.minimum(1.0, calls / $w)
+        calls.assign_add(1.0)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'before adding 1 to it?'),
+        Mistake('the cap at 1 dropped', '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0.0)
+
+    @tf.function
+    def step(x, y):
+        calls.assign_add(1.0)
+        scale = calls / $w
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'without the cap at 1'),
+        Mistake('one counter for every step', '''
+calls = tf.Variable(0.0)
+
+
+def make_warmup_step(model, optimizer):
+    @tf.function
+    def step(x, y):
+        calls.assign_add(1.0)
+        scale = tf.minimum(1.0, calls / $w)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', 'share one counter'),
+    ],
 }

@@ -311,4 +311,76 @@ def make_accumulating_step(model):
             "when the step applies. Empty them after `apply`, not before each micro-batch.",
             "https://github.com/tientrandinh/Revisiting-Reverse-Distillation/issues/12"),
     ],
+    "ex2_7_answer": [
+        Reported('a module-level Python counter updated inside the compiled step', '''
+calls = 0
+
+
+def make_warmup_step(model, optimizer):
+    @tf.function
+    def step(x, y):
+        global calls
+        calls += 1
+        scale = min(1.0, calls / 3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', '`calls` is a Python number: `calls += 1` runs once, while `step` is traced, so the graph holds the scale 1/3 for every call. Keep the count in a `tf.Variable` made in `make_warmup_step` and `assign_add` to it.',
+            'https://github.com/google-research/seed_rl/issues/52'),
+        Reported('the counter variable created inside the compiled step', '''
+def make_warmup_step(model, optimizer):
+    @tf.function
+    def step(x, y):
+        calls = tf.Variable(0.0)
+        calls.assign_add(1.0)
+        scale = tf.minimum(1.0, calls / 3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', '`step` creates a new `tf.Variable` each time it is traced, which a `tf.function` refuses (`ValueError`); and a counter made anew would start from 0 on every call anyway. Create it once, in `make_warmup_step`, before `step`.',
+            'https://github.com/tensorflow/tensorflow/issues/34983'),
+        Reported('the counter read with .numpy() inside the compiled step', '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0.0)
+
+    @tf.function
+    def step(x, y):
+        calls.assign_add(1.0)
+        scale = min(1.0, calls.numpy() / 3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', "While `step` is traced the counter has no value yet: `.numpy()` exists only outside a `tf.function`, so the "
+            "trace fails. Compute the scale with TensorFlow operations on the variable: `tf.minimum(1.0, calls / 3)`.",
+            'https://github.com/tensorflow/tensorflow/issues/31439'),
+        Reported('an integer counter divided into a float64 scale', '''
+def make_warmup_step(model, optimizer):
+    calls = tf.Variable(0)
+
+    @tf.function
+    def step(x, y):
+        calls.assign_add(1)
+        scale = tf.minimum(1.0, calls / 3)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply([scale * g for g in grads], model.trainable_variables)
+        return loss
+
+    return step
+''', '`calls` is an int32 variable, and `calls / 3` divides in float64, so `scale * g` multiplies a float64 by the float32 gradients and fails. Count in float32, `tf.Variable(0.0)`, or cast: `tf.cast(calls, tf.float32) / 3`.',
+            'https://github.com/keras-team/keras-io/issues/1502'),
+    ],
 }

@@ -225,7 +225,12 @@ class Exercise:
             with Quiet() as quiet:
                 try:
                     value = thunk()
-                except NotImplementedError:
+                except NotImplementedError as error:
+                    if str(error):  # a library's own (TensorFlow's `numpy()` while tracing), not the empty stub
+                        observed, why = self._explain_error(error, doing)
+                        failure = Incorrect(f"{observed} {why.text}" if why else observed, cause=why and why.cause)
+                        failure.observed = observed
+                        raise failure from None
                     raise NotAttempted(
                         f"Exercise {self.number}: replace `raise NotImplementedError()` in `{self.answer}` "
                         "with your code, run that cell, then run this one again."

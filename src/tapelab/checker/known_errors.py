@@ -61,6 +61,14 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
      "A compiled function that creates a `tf.Variable` fails on its first call: TensorFlow traces it once more "
      "to check that a second trace creates no variable. Did you create the variable inside the `tf.function`? "
      "Create it once, outside the compiled function (or behind a guard that skips it after the first trace)."),
+    ("as a Python `bool` is not allowed", "eager-only-check",
+     "A compiled function (`tf.function`, or a `train_step` that `fit` compiles) is traced with tensors that have "
+     "no value yet, so Python cannot decide whether one is true: `bool(t)`, or Python's `min`/`max` of a tensor, "
+     "fail. AutoGraph rewrites an `if` or `while` on a tensor in your function's own code; elsewhere use a "
+     "TensorFlow operation (`tf.minimum`, `tf.maximum`, `tf.where`, `tf.cond`)."),
+    ("numpy() is only available when eager execution is enabled", "eager-only-check",
+     "`.numpy()` works only eagerly: a compiled function (`tf.function`, or a `train_step` that `fit` compiles) "
+     "is traced with tensors that have no value yet. Compute with TensorFlow operations on the tensor itself."),
     ("No loss to compute", "keras2-compiled-loss",
      "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
      "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),

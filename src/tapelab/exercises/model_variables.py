@@ -1,8 +1,8 @@
 """Exercises of notebook 02_model_variables: gradients for a Keras model's variables and a hand-written
 SGD step with momentum; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
 training loop over batches (2.4) in `tapelab.exercises.training_loop` and the compiled running mean (2.5) in
-`tapelab.exercises.compiled_state` and gradient accumulation (2.6) in `tapelab.exercises.accumulation`, all
-re-exported here, so the notebook imports all six from one place."""
+`tapelab.exercises.compiled_state` and gradient accumulation (2.6) in `tapelab.exercises.accumulation`, the compiled warm-up (2.7) in
+`tapelab.exercises.warmup_step`, all re-exported here, so the notebook imports all seven from one place."""
 from __future__ import annotations
 
 import keras
@@ -15,13 +15,14 @@ from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.exercises.accumulation import ex2_6
 from tapelab.exercises.compiled_state import ex2_5
+from tapelab.exercises.warmup_step import ex2_7
 from tapelab.exercises.train_step import ex2_3
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.variants import Space, term
 
-__all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "ex2_6", "worked_example"]
+__all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "ex2_6", "ex2_7", "worked_example"]
 
 _RTOL, _ATOL = 1e-3, 1e-5
 
