@@ -129,6 +129,10 @@ _CATALOGUE = (
           "Recompute the value after updating the variable."),
     Cause("no-rounding", "the rounding dropped from the forward pass",
           "Keep the rounded forward value and let the gradient pass straight through."),
+    Cause("wrong-cause-id", "a cause id that is not the snippet's cause",
+          "Walk the checklist: watched float source, recorded in the tape, differentiable TensorFlow ops."),
+    Cause("unknown-cause-id", "a string that is not one of the cause ids",
+          "Return one of the keys of `CAUSES`."),
     # wrong values told apart by differential diagnosis (tapelab.checker.wrong_answers); 02 and 06
     Cause("transposed", "the right matrix with its two axes swapped",
           "Keep the axes in the order asked for; check `tf.transpose` and the order of a matrix product."),
@@ -406,9 +410,6 @@ _CATALOGUE = (
           "Compute the log exactly in a stable form (for log σ: min(z, 0) − log(1 + e^(−|z|))) instead of adding ε."),
     Cause("applied-off-schedule", "accumulated gradients applied as often as they should be, but on the wrong calls",
           "Apply when the call count reaches k, a multiple of k, so every application follows k micro-batches."),
-    # fixing a None gradient, notebook 05 (Exercise 5.1)
-    Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
-          "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
     # 02_model_variables, Exercise 2.7 (a compiled warm-up)
     Cause("warmup-not-capped", "a warm-up scale t / w that keeps growing after w steps instead of stopping at 1",
           "Cap the scale: `tf.minimum(1.0, t / w)`."),

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from tapelab.causes import cause
 from tapelab.diagnose import CAUSES, Entry, blocking_call, diagnose
+from tapelab.exercises.name_the_cause import _SNIPPETS
 
 
 def test_each_diagnosed_cause_is_the_catalogues_code_and_title():
@@ -44,14 +45,8 @@ def test_blocking_calls_are_named_by_diagnosed_codes():
     assert set(found.values()) <= set(CAUSES)
 
 
-# The checklist's snippets of section 1 (once Exercise 5.1's, by letter) and the cause each one shows.
-_SNIPPETS = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path", "D": "state-change",
-             "E": "not-trainable", "F": "outside-tape", "G": "int-dtype", "H": "stop-gradient",
-             "I": "replaced-by-tensor"}
-
-
 def _snippet_reports() -> dict[str, str | None]:
-    """The checklist's snippets but B, H and I, run through diagnose: the code it names for the gradient each
+    """Exercise 5.1's snippets but B, H and I, run through diagnose: the code it names for the gradient each
     asks for.
 
     Left out, known gaps (reported): B (`tf.argmax(v)` straight on the variable) and H (`tf.stop_gradient(w)`
@@ -81,6 +76,6 @@ def _snippet_reports() -> dict[str, str | None]:
 
 
 def test_diagnose_names_each_exercise_snippet_by_the_code_the_exercise_expects():
-    """Run on the checklist's snippets, does diagnose give each the code of its cause?"""
-    expected = {letter: right for letter, right in _SNIPPETS.items() if letter not in "BHI"}
+    """Run on Exercise 5.1's snippets, does diagnose give each the very code 5.1 asks the student for?"""
+    expected = {letter: right for letter, (_, right, _, _) in _SNIPPETS.items() if letter not in "BHI"}
     assert _snippet_reports() == expected
