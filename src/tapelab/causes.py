@@ -409,6 +409,9 @@ _CATALOGUE = (
     # fixing a None gradient, notebook 05 (Exercise 5.1)
     Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
           "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
+    # gradients of row lengths, notebook 01 (Exercise 1.3)
+    Cause("other-axis", "a reduction over the other axis than the task's (the columns instead of the rows, or back)",
+          "Reduce over the axis the task names: `axis=1` runs along each row, `axis=0` down each column."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
