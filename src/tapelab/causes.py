@@ -413,6 +413,9 @@ _CATALOGUE = (
     # 02_model_variables, Exercise 2.7 (a compiled warm-up)
     Cause("warmup-not-capped", "a warm-up scale t / w that keeps growing after w steps instead of stopping at 1",
           "Cap the scale: `tf.minimum(1.0, t / w)`."),
+    # gradients of row lengths, notebook 01 (Exercise 1.3)
+    Cause("other-axis", "a reduction over the other axis than the task's (the columns instead of the rows, or back)",
+          "Reduce over the axis the task names: `axis=1` runs along each row, `axis=0` down each column."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -183,12 +183,14 @@ def test_each_value_returned_is_told_from_the_code_that_keeps_it(body, cause, sa
      "(or slice inside the block)", "Differentiate `y` itself."),
     ("ex1_3", "One value per output (a Jacobian). Reduce over those axes, or differentiate the scalar sum with "
               "`gradient`.", "Reduce over those axes", "instead of `jacobian`"),
+    ("ex1_3", "The full Jacobian. Its diagonal blocks are the right values: use `tape.batch_jacobian(y, x)`.",
+     "batch_jacobian", "one `tape.gradient(lengths, X)` call"),
     ("ex5_4", "`dl_dw` is `None`: `tf.cast(z, tf.int32)` has no gradient. Did you keep that op without a "
               "straight-through estimator?", "Did you keep that op", "as `tf.round` does"),
 ])
 def test_a_generic_fix_the_task_rules_out_gives_way_to_the_exercises(exercise, message, gone, kept):
-    """1.3 asks for one `gradient` call (no slice per element, no Jacobian to reduce); 5.4 fixes the rounding to
-    `tf.round`'s: the engine's generic fix is replaced by the exercise's own."""
+    """1.3 asks for one `gradient` call (no slice per row, no Jacobian to reduce, no `batch_jacobian`); 5.4 fixes the
+    rounding to `tf.round`'s: the engine's generic fix is replaced by the exercise's own."""
     import tapelab.exercises.basic_tape
     import tapelab.exercises.debugging_none
 

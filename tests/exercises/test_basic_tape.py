@@ -48,7 +48,7 @@ def test_an_object_equal_to_everything_is_not_accepted():
     namespace = define(code, "eq-exploit", {"tf": tf})
     with pytest.raises(Incorrect, match="not a number|should be a number"):
         basic_tape.ex1_1.check(namespace["cubic_slope"])
-    for exercise, answer in ((basic_tape.ex1_2, "loss_gradients"), (basic_tape.ex1_3, "sigmoid_slopes")):
+    for exercise, answer in ((basic_tape.ex1_2, "loss_gradients"), (basic_tape.ex1_3, "norm_gradients")):
         namespace = define(code.replace("cubic_slope(x)", f"{answer}(*args)"), f"eq-{answer}", {"tf": tf})
         with pytest.raises(Incorrect):
             exercise.check(namespace[answer])

@@ -74,40 +74,39 @@ def loss_gradients(x, w, b):
      "pass both sources at once: `return tape.gradient(loss, [w, b])` gives both from one backward walk."),
     ],
     "ex1_3_answer": [
-        Fresh("hand-written sigmoid with the sign of the exponent lost", '''
-def sigmoid_slopes(x):
+        Fresh("the squared length, without the square root", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = 1 / (1 + tf.exp($kx))
-    return tape.gradient(y, x)
-''', "sign-flipped", "Your `1 / (1 + tf.exp($kx))` is σ(−x), not σ(x): its slopes are −σ′(x), every one with the wrong "
-     "sign; use `tf.exp(-x)`, or simply `tf.sigmoid($kx)`."),
-        Fresh("a column made of the input", '''
-def sigmoid_slopes(x):
-    x = tf.reshape(x, (-1, 1))
+        tape.watch(X)
+        lengths = tf.reduce_sum(X**2, axis=$axis)
+    return tape.gradient(lengths, X)
+''', "norm-without-sqrt", "`tf.reduce_sum(X**2, axis=$axis)` is each ${part}'s squared length, whose gradient is 2·X, "
+     "not the length ‖r‖ the task names; use `tf.norm(X, axis=$axis)` (or take the square root)."),
+        Fresh("the lengths along the other axis", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid($kx)
-    return tape.gradient(y, x)
-''', "extra-axis", "`tf.reshape(x, (-1, 1))` turns the 1-D input into a column, so the slopes come back with shape "
-     "(n, 1) instead of (n,); watch `x` as it is given and return the gradient with the input's shape."),
-        Fresh("the notebook's grid instead of x", '''
-def sigmoid_slopes(x):
-    xs = tf.linspace(-6.0, 6.0, 121)
+        tape.watch(X)
+        lengths = tf.norm(X, axis=$other)
+    return tape.gradient(lengths, X)
+''', "other-axis", "`axis=$other` takes the length along the other axis, so each value is the gradient of another "
+     "slice's length; the task's lengths are the ${part}s', `axis=$axis`."),
+        Fresh("the section's matrix instead of X", '''
+def norm_gradients(X):
+    A = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     with tf.GradientTape() as tape:
-        tape.watch(xs)
-        ys = tf.sigmoid(xs)
-    return tape.gradient(ys, xs)
-''', "unused-input", "You copied the notebook's `xs = tf.linspace(-6.0, 6.0, 121)` and never use the `x` you are "
-     "given, so you return 121 slopes of the grid; watch `x` and differentiate `tf.sigmoid($kx)`."),
+        tape.watch(A)
+        lengths = tf.norm(A, axis=$axis)
+    return tape.gradient(lengths, A)
+''', "unused-input", "You copied the section's `A = tf.constant(...)` and never use the `X` you are given, so you "
+     "return the gradients for `A`; watch `X` and differentiate `tf.norm(X, axis=$axis)`."),
         Fresh("output_gradients of NumPy ones", '''
-def sigmoid_slopes(x):
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid($kx)
-    return tape.gradient(y, x, output_gradients=np.ones(x.shape[0]))
-''', "dtype-clash", "`np.ones(...)` is float64 while `y` is float32, so the backward walk fails on mixed dtypes; the "
-     "ones are the default, so drop `output_gradients` (or use `tf.ones_like(y)`)."),
+        tape.watch(X)
+        lengths = tf.norm(X, axis=$axis)
+    return tape.gradient(lengths, X, output_gradients=np.ones(lengths.shape[0]))
+''', "dtype-clash", "`np.ones(...)` is float64 while `lengths` is float32, so the backward walk fails on mixed "
+     "dtypes; the ones are the default, so drop `output_gradients` (or use `tf.ones_like(lengths)`)."),
     ],
     "ex1_4_answer": [
         Fresh("difference taken the wrong way round", '''

@@ -87,40 +87,47 @@ def loss_gradients(x, w, b):
 ''', "swapped"),
     ],
     "ex1_3_answer": [
-        Mistake("watched after the sigmoid", '''
-def sigmoid_slopes(x):
+        Mistake("watched after the lengths", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        y = tf.sigmoid($kx)
-        tape.watch(x)
-    return tape.gradient(y, x)
+        lengths = tf.norm(X, axis=$axis)
+        tape.watch(X)
+    return tape.gradient(lengths, X)
 ''', "before computing anything"),
         Mistake("target and source swapped", '''
-def sigmoid_slopes(x):
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid($kx)
-    return tape.gradient(x, y)
+        tape.watch(X)
+        lengths = tf.norm(X, axis=$axis)
+    return tape.gradient(X, lengths)
 ''', "wrong way round"),
         Mistake("a constant, not watched", '''
-def sigmoid_slopes(x):
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        y = tf.sigmoid($kx)
-    return tape.gradient(y, x)
-''', "tape.watch(x)"),
-        Mistake("the mean as the target", '''
-def sigmoid_slopes(x):
+        lengths = tf.norm(X, axis=$axis)
+    return tape.gradient(lengths, X)
+''', "tape.watch(X)"),
+        Mistake("the mean length as the target", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.reduce_mean(tf.sigmoid($kx))
-    return tape.gradient(y, x)
-''', "tf.reduce_mean(y)"),
-        Mistake("returns the sigmoid", '''
-def sigmoid_slopes(x):
+        tape.watch(X)
+        lengths = tf.reduce_mean(tf.norm(X, axis=$axis))
+    return tape.gradient(lengths, X)
+''', "tf.reduce_mean(lengths)"),
+        Mistake("returns the lengths", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid($kx)
-    return y
-''', "sigmoid itself"),
+        tape.watch(X)
+        lengths = tf.norm(X, axis=$axis)
+    return lengths
+''', "lengths, not their gradient"),
+        Mistake("the norm of the whole matrix", '''
+def norm_gradients(X):
+    with tf.GradientTape() as tape:
+        tape.watch(X)
+        lengths = tf.norm(X)
+    return tape.gradient(lengths, X)
+''', "without `axis="),
     ],
     "ex1_4_answer": [
         Mistake("x left in float32", '''

@@ -83,37 +83,37 @@ def loss_gradients(x, w, b):
     ],
     "ex1_3_answer": [
         Reported("the constant input never watched", '''
-def sigmoid_slopes(x):
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        y = tf.sigmoid(x)
-    return tape.gradient(y, x)
-''', "`x` is a constant tensor, which the tape does not follow unless told: add `tape.watch(x)` before "
-            "computing `y`, or the gradient is None.", TF + "50661"),
-        Reported("one gradient call per element", '''
-def sigmoid_slopes(x):
+        lengths = tf.norm(X, axis=1)
+    return tape.gradient(lengths, X)
+''', "`X` is a constant tensor, which the tape does not follow unless told: add `tape.watch(X)` before "
+            "computing the lengths, or the gradient is None.", TF + "50661"),
+        Reported("one gradient call per row", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid(x)
-    return tf.stack([tape.gradient(y[i], x)[i] for i in range(x.shape[0])])
+        tape.watch(X)
+        lengths = tf.norm(X, axis=1)
+    return tf.stack([tape.gradient(lengths[i], X)[i] for i in range(X.shape[0])])
 ''', "An ordinary tape gives one set of gradients and is then released, so the second call raises; and "
-            "`y[i]` is sliced after the block, off the tape. One call, `tape.gradient(y, x)`, gives every slope "
-            "because each output depends on one input.", TF + "46487"),
+            "`lengths[i]` is sliced after the block, off the tape. One call, `tape.gradient(lengths, X)`, gives every "
+            "row's gradient because each length depends on one row.", TF + "46487"),
         Reported("the target averaged before the gradient", '''
-def sigmoid_slopes(x):
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.reduce_mean(tf.sigmoid(x))
-    return tape.gradient(y, x)
-''', "Averaging the outputs divides every slope by the number of elements; the tape already sums a "
-            "non-scalar target, so pass `tf.sigmoid(x)` itself.", TF + "4897"),
-        Reported("a full Jacobian instead of the slopes", '''
-def sigmoid_slopes(x):
+        tape.watch(X)
+        lengths = tf.reduce_mean(tf.norm(X, axis=1))
+    return tape.gradient(lengths, X)
+''', "Averaging the lengths divides every gradient by the number of rows; the tape already sums a "
+            "non-scalar target, so pass `tf.norm(X, axis=1)` itself.", TF + "4897"),
+        Reported("a full Jacobian instead of the gradients", '''
+def norm_gradients(X):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.sigmoid(x)
-    return tape.jacobian(y, x)
-''', "`tape.jacobian` returns an n × n matrix with the slopes on its diagonal; the task wants the n slopes "
-            "themselves, which `tape.gradient(y, x)` gives in one call.", TF + "675"),
+        tape.watch(X)
+        lengths = tf.norm(X, axis=1)
+    return tape.jacobian(lengths, X)
+''', "`tape.jacobian` returns one gradient of `X`'s shape per row, mostly zeros; the task wants the rows' "
+            "gradients in one tensor shaped like `X`, which `tape.gradient(lengths, X)` gives in one call.", TF + "675"),
     ],
     "ex1_4_answer": [
         Reported("the point kept in float32", '''

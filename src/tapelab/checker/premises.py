@@ -82,6 +82,7 @@ REMEDIES: dict[str, str] = {
     "slice-inside": r" \(or slice inside the block\)",
     "keep-with-ste": r" Did you keep that op without a straight-through estimator\?",
     "reduce-jacobian": r" Reduce over those axes, or differentiate the scalar (?:sum|mean) with `gradient`\.",
+    "batch-jacobian": r" Its diagonal blocks are the right values: use `tape\.batch_jacobian\(y, x\)`\.",
 }
 
 

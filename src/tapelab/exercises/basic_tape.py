@@ -13,7 +13,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import Explanation, explain_none, none_feedback
 from tapelab.checker.oracle import numeric_gradient
-from tapelab.checker.variants import Space, term
+from tapelab.checker.variants import Space
 
 __all__ = ["ex1_1", "ex1_2", "ex1_3", "ex1_4"]
 
@@ -137,45 +137,62 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-class SigmoidSlopes(Exercise):
+class NormGradients(Exercise):
     number = "1.3"
     remedies = {"persistent": (
-        'The task asks for a single call, `tape.gradient(y, x)`: each output depends on one input, so it '
-        'gives every slope.'), "slice-inside": "",  # a slice per element is a call per element
-        "reduce-jacobian": "Differentiate with one `tape.gradient(y, x)` instead of `jacobian`: the gradient of a "
-                           "non-scalar target is the sum over its outputs, which is every slope here."}
-    answer = "sigmoid_slopes"
-    # The sigmoid's steepness k, y = sigmoid(k x) (1 in the notebook's text).
-    space = Space(default={"k": 1}, draws={"k": lambda rng: float(rng.choice([0.5, 1.5, 2, 2.5, 3]))},
-                  wording={"kx": lambda v: term(v["k"], "x"),
-                           "curve": lambda v: "the sigmoid" if v["k"] == 1 else f"y = sigmoid({v['k']:g}x)"})
-    statement = ("Write `sigmoid_slopes(x)` that takes a 1-D float constant tensor `x` and returns the slope of "
-                 "${curve} at each element, with a single tape and a single `gradient` call.")
-    visible_cases = ((-1.0, 0.0, 2.0),)
-    praise = "a non-scalar target is summed, and each output depends on one input, so you got every slope at once."
+        'The task asks for a single call, `tape.gradient(lengths, X)`: each length depends on its own slice of '
+        '`X`, so it gives every gradient at once.'), "slice-inside": "",  # a slice per row is a call per row
+        "reduce-jacobian": "Differentiate with one `tape.gradient(lengths, X)` instead of `jacobian`: the gradient "
+                           "of a non-scalar target is the sum over its outputs, which holds every length's gradient here.",
+        "batch-jacobian": "Its diagonal blocks are the right values, and the task asks for them from one "
+                          "`tape.gradient(lengths, X)` call: each length depends on its own slice of `X`."}
+    answer = "norm_gradients"
+    # Which lengths: of the rows (axis 1, the notebook's text) or of the columns (axis 0). A draw of the text's own
+    # axis is refused: the text's answer would pass it.
+    space = Space(default={"axis": 1}, draws={"axis": lambda rng: int(rng.integers(0, 2))},
+                  allowed=lambda v: v["axis"] != 1,
+                  wording={"part": lambda v: "row" if v["axis"] == 1 else "column",
+                           "other": lambda v: str(1 - v["axis"])})
+    statement = ("Write `norm_gradients(X)` that takes a 2-D float constant tensor `X` and returns, for each "
+                 "${part} r of `X`, the gradient of its length ‖r‖ (`tf.norm(X, axis=${axis})`) with respect to r, "
+                 "all in one tensor shaped like `X`, with a single tape and a single `gradient` call.")
+    visible_cases = (((3.0, 4.0), (1.0, -2.0), (0.5, 2.0)),)
+    praise = "each length depends on its own slice of `X`, so the gradient of their sum holds every gradient at once."
     hints = (
-        "`x` is a constant: the tape will not follow it unless you ask.",
-        "Call `tape.watch(x)` first thing inside the `with` block, then `y = tf.sigmoid($kx)`.",
+        "Each length depends on its own ${part} only: what does the tape do with a vector of lengths as the target?",
+        "`X` is a constant, so `tape.watch(X)` first inside the block, then `lengths = tf.norm(X, axis=$axis)`.",
     )
 
-    def forward(self, x):
-        k = self.variant["k"]
-        return tf.sigmoid(x) if k == 1 else tf.sigmoid(k * x)
+    def forward(self, X):
+        return tf.norm(X, axis=self.variant["axis"])
 
-    def check_case(self, fn, values, facts):
-        x = tf.constant(values, tf.float32)
-        got = self.call(fn, x, shown=f"x={fmt(x)}").value
-        k = self.variant["k"]
-        s = _sigmoid(k * np.array(values, np.float64))
-        expected = k * s * (1 - s)
+    def check_case(self, fn, rows, facts):
+        X = tf.constant(rows, tf.float32)
+        got = self.call(fn, X, shown=f"X={fmt(X)}").value
+        axis = self.variant["axis"]
+        part = "row" if axis == 1 else "column"
+        other = "column" if axis == 1 else "row"
+        x = np.array(rows, np.float64)
+        lengths = np.linalg.norm(x, axis=axis, keepdims=True)
+        expected = x / lengths
         if got is None:
-            raise none_feedback("`sigmoid_slopes` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        problem = wrong_value("sigmoid_slopes(x)", expected, got, [
-            Alternative("the sigmoid's value", s, "returned-value", "You returned the sigmoid itself, not its gradient."),
-            Alternative("the slopes of the mean", expected / len(values), "mean-target",
-                        "Did you differentiate `tf.reduce_mean(y)`? The tape already sums a non-scalar target: "
-                        "pass `y` itself.")])
-        self._raise_departed(problem, fn, (x,), self.forward)
+            raise none_feedback("`norm_gradients` returned `None`.", facts, facts.returned_call(), {"X": "constant"})
+        problem = wrong_value("norm_gradients(X)", expected, got, [
+            Alternative("the lengths themselves", np.linalg.norm(x, axis=axis), "returned-value",
+                        f"You returned the {part}s' lengths, not their gradient."),
+            Alternative("the gradient of the mean length", expected / x.shape[1 - axis], "mean-target",
+                        "Did you differentiate `tf.reduce_mean(lengths)`? The tape already sums a non-scalar "
+                        "target: pass the lengths themselves."),
+            Alternative(f"the {other}s' lengths", x / np.linalg.norm(x, axis=1 - axis, keepdims=True), "other-axis",
+                        f"These are the gradients of each {other}'s length: the task's lengths are the {part}s', "
+                        f"`axis={axis}`."),
+            Alternative("the gradient of the squared lengths", 2 * x, "norm-without-sqrt",
+                        f"Twice `X` is the gradient of each {part}'s squared length, the sum of squares without its "
+                        "square root: differentiate `tf.norm` itself."),
+            Alternative("the length of the whole matrix", x / np.linalg.norm(x), "missing-axis",
+                        f"This is the gradient of one length, the whole matrix's: `tf.norm(X)` without `axis={axis}` "
+                        f"flattens `X`.")])
+        self._raise_departed(problem, fn, (X,), self.forward)
         _require_tape(self, facts)
 
 
@@ -331,5 +348,5 @@ class GradientCheck(Exercise):
 
 ex1_1 = CubicSlope()
 ex1_2 = LossGradients()
-ex1_3 = SigmoidSlopes()
+ex1_3 = NormGradients()
 ex1_4 = GradientCheck()
