@@ -82,6 +82,8 @@ REMEDIES: dict[str, str] = {
     "slice-inside": r" \(or slice inside the block\)",
     "keep-with-ste": r" Did you keep that op without a straight-through estimator\?",
     "reduce-jacobian": r" Reduce over those axes, or differentiate the scalar (?:sum|mean) with `gradient`\.",
+    "watch-the-input": r" ?Did you mean to watch the input, `tape\.watch\(x\)`\?",
+    "then-watch-the-input": r" then `tape\.watch\(x\)`\.",
 }
 
 
