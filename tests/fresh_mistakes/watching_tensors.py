@@ -82,41 +82,44 @@ def input_saliency(model, x):
     ],
     "ex3_3_answer": [
         Fresh("watched and gradient in the wrong order", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
+        tape.watch(weight)
         y = model(x)
-    return tape.watched_variables(), tape.gradient(y, x)
+    return tape.watched_variables(), tape.gradient(y, weight)
 ''', "swapped-results", "The pair is asked as `(gradient, watched)`; you return `tape.watched_variables()` first. "
            "Swap the two."),
         Fresh("gradient of the mean output", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
+        tape.watch(weight)
         y = tf.reduce_mean(model(x))
-    return tape.gradient(y, x), tape.watched_variables()
-''', ("mean-target", "constant-factor"), "`tf.reduce_mean(model(x))` divides every gradient by the number of "
+    return tape.gradient(y, weight), tape.watched_variables()
+''', ("mean-target", "constant-factor"), "`tf.reduce_mean(model(x))` divides the gradient by the number of "
            "outputs; the tape already differentiates the sum of a non-scalar target, so use `y = model(x)`."),
         Fresh("watch_accessed_variables given to watch", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape() as tape:
-        tape.watch(x, watch_accessed_variables=False)
+        tape.watch(weight, watch_accessed_variables=False)
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
+    return tape.gradient(y, weight), tape.watched_variables()
 ''', "weights-watched", "`watch_accessed_variables=False` is an option of the tape, not of `tape.watch` (hence the "
-           "TypeError): write `tf.GradientTape(watch_accessed_variables=False)` and `tape.watch(x)`."),
+           "TypeError): write `tf.GradientTape(watch_accessed_variables=False)` and `tape.watch(weight)`."),
         Fresh("empty second tape to report watched", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape() as tape:
-        tape.watch(x)
         y = model(x)
-    gradient = tape.gradient(y, x)
+    gradient = tape.gradient(y, weight)
     with tf.GradientTape(watch_accessed_variables=False) as quiet:
-        quiet.watch(x)
+        quiet.watch(weight)
     return gradient, quiet.watched_variables()
 ''', ("weights-watched", "not-from-tape"), "The gradient comes from a default `tape` that watched every weight; "
-           "`quiet.watched_variables()` is empty only because `quiet` recorded nothing. Use one tape with "
-           "`watch_accessed_variables=False` for the gradient and return its `watched_variables()`."),
+           "`quiet.watched_variables()` holds the weight only because `quiet` watched it and recorded nothing else. "
+           "Use one tape with `watch_accessed_variables=False` for the gradient and return its `watched_variables()`."),
     ],
     "ex3_4_answer": [
         Fresh("one gradient per class, stacked first", '''

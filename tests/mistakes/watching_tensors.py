@@ -87,40 +87,68 @@ def input_saliency(model, x):
 ''', "instead of the input"),
     ],
     "ex3_3_answer": [
-        Mistake("watches the weights instead of x", '''
-def input_only_gradient(model, x):
+        Mistake("watches every weight instead of one", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(model.trainable_variables)
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', "watch the input"),
-        Mistake("returns the model's variables as watched", '''
-def input_only_gradient(model, x):
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "the one weight's TensorFlow variable"),
+        Mistake("watches the Keras weight, not its `.value`", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part
     with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
+        tape.watch(weight)
         y = model(x)
-    return tape.gradient(y, x), model.trainable_variables
-''', "return `tape.watched_variables()`"),
-        Mistake("default tape watches the weights", '''
-def input_only_gradient(model, x):
+    return tape.gradient(y, weight), tape.watched_variables()
+''', ".value)`"),
+        Mistake("watches the input besides the weight", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape() as tape:
         tape.watch(x)
+        tape.watch(weight)
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "watch_accessed_variables=False"),
+        Mistake("returns the weight itself as watched", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(weight)
+        y = model(x)
+    return tape.gradient(y, weight), [weight]
+''', "return `tape.watched_variables()`"),
+        Mistake("default tape watches the weights", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
+    with tf.GradientTape() as tape:
+        y = model(x)
+    return tape.gradient(y, weight), tape.watched_variables()
 ''', "watch_accessed_variables=False"),
         Mistake("nothing watched at all", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', "tape.watch(x)"),
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "tape.watch(weight)"),
         Mistake("watched after the forward pass", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[$layer].$part.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         y = model(x)
-        tape.watch(x)
-    return tape.gradient(y, x), tape.watched_variables()
+        tape.watch(weight)
+    return tape.gradient(y, weight), tape.watched_variables()
 ''', "before computing"),
+        Mistake("the input's gradient, as in section 7", '''
+def one_weight_gradient(model, x):
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(x)
+        y = model(x)
+    return tape.gradient(y, x), tape.watched_variables()
+''', "with respect to the input `x`"),
     ],
     "ex3_4_answer": [
         Mistake("softmax before the tape", '''

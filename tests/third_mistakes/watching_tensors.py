@@ -79,36 +79,40 @@ def input_saliency(model, x):
             "depends on its own row, so differentiate `model(x)` itself.", TF + "25476"),
     ],
     "ex3_3_answer": [
-        Reported("the default tape, which also watches the weights", '''
-def input_only_gradient(model, x):
+        Reported("the default tape, which also watches the other weights", '''
+def one_weight_gradient(model, x):
+    weight = model.layers[0].kernel.value
     with tf.GradientTape() as tape:
-        tape.watch(x)
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', "A default tape watches every trainable variable it touches, so `watched_variables()` lists the model's "
-            "weights; open it with `watch_accessed_variables=False`.", "https://github.com/tensorflow/probability/issues/695"),
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "A default tape watches every trainable variable it touches, so `watched_variables()` lists all the model's "
+            "weights, not the one asked; open it with `watch_accessed_variables=False` and watch the kernel.",
+            "https://github.com/tensorflow/probability/issues/695"),
         Reported("nothing watched at all", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[0].kernel.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', "With `watch_accessed_variables=False` the tape records only what you watch, and `x` is never watched, "
-            "so the gradient is None; add `tape.watch(x)` before calling the model.",
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "With `watch_accessed_variables=False` the tape records only what you watch, and the kernel is never watched, "
+            "so the gradient is None; add `tape.watch(weight)` before calling the model.",
             "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
-        Reported("the input turned into a variable and watched", '''
-def input_only_gradient(model, x):
-    x = tf.Variable(x)
+        Reported("the kernel copied into a new variable and watched", '''
+def one_weight_gradient(model, x):
+    weight = tf.Variable(model.layers[0].kernel)
     with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
+        tape.watch(weight)
         y = model(x)
-    return tape.gradient(y, x), tape.watched_variables()
-''', "Wrapping `x` in a `tf.Variable` makes `watched_variables()` list that variable, so it is not empty as "
-            "asked; watch the constant tensor `x` itself.", "https://github.com/tensorflow/probability/issues/695"),
+    return tape.gradient(y, weight), tape.watched_variables()
+''', "`tf.Variable(model.layers[0].kernel)` makes a new variable with the kernel's values; the model still computes "
+            "with its own kernel, so `y` does not depend on the copy and the gradient is None; watch "
+            "`model.layers[0].kernel` itself.", TF + "53541"),
         Reported("the model called in the gradient call, after the block", '''
-def input_only_gradient(model, x):
+def one_weight_gradient(model, x):
+    weight = model.layers[0].kernel.value
     with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch(x)
-    return tape.gradient(model(x), x), tape.watched_variables()
+        tape.watch(weight)
+    return tape.gradient(model(x), weight), tape.watched_variables()
 ''', "`model(x)` runs as the argument of `tape.gradient`, after the block closed, so nothing was recorded and "
             "the gradient is None; compute `y = model(x)` inside the block.", TF + "27660"),
     ],

@@ -83,6 +83,8 @@ REMEDIES: dict[str, str] = {
     "keep-with-ste": r" Did you keep that op without a straight-through estimator\?",
     "reduce-jacobian": r" Reduce over those axes, or differentiate the scalar (?:sum|mean) with `gradient`\.",
     "batch-jacobian": r" Its diagonal blocks are the right values: use `tape\.batch_jacobian\(y, x\)`\.",
+    "watch-the-input": r" ?Did you mean to watch the input, `tape\.watch\(x\)`\?",
+    "then-watch-the-input": r" then `tape\.watch\(x\)`\.",
 }
 
 

@@ -1,5 +1,5 @@
 """Exercises of notebook 03_watching_tensors: watching constants, gradients of intermediates,
-input gradients (saliency), watching only the input, and per-example Jacobians."""
+input gradients (saliency), watching one weight only, and per-example Jacobians."""
 from __future__ import annotations
 
 import ast
@@ -212,34 +212,96 @@ class InputSaliency(_WatchExercise):
 
 # --- 3.3 ------------------------------------------------------------------------------------
 
-class InputOnlyGradient(_WatchExercise):
+_PARTS = ("kernel", "bias")
+
+
+def _weight_gradients(weights, x) -> dict[tuple[int, str], np.ndarray]:
+    """d sum(model(x)) / d each weight of the tiny model, by the chain rule in float64, keyed (layer, part)."""
+    w1, b1, w2, b2 = weights
+    h = np.tanh(x @ w1 + b1)
+    upstream = np.ones((x.shape[0], w2.shape[1]))
+    dz = (upstream @ w2.T) * (1 - h**2)
+    return {(0, "kernel"): x.T @ dz, (0, "bias"): dz.sum(0), (1, "kernel"): h.T @ upstream, (1, "bias"): upstream.sum(0)}
+
+
+def _unwatched_weight(facts) -> Incorrect | None:
+    """Why a weight's gradient is None when an input-only tape ran the model: the engine cannot see that
+    `model(x)` reads the weight, so the checker, which knows it does, says whether the watch is missing or late."""
+    call = facts.returned_call(0) if facts.found else None
+    tape = facts.tape(call.tape) if call is not None else None
+    made = facts.assignments_of(call.source, before=call.line) if tape is not None else []
+    if made and made[-1].made_by == "variable":
+        return Incorrect(f"`gradient` is `None`: `{call.source} = {made[-1].value}` makes a new variable holding a copy "
+                         f"of the values, but `model(x)` still computes with its own weight, so `y` does not depend "
+                         f"on `{call.source}`. Did you mean to watch the model's own weight, without a copy?",
+                         cause="not-connected")
+    if tape is None or tape.watch_accessed:
+        return None
+    runs = [a.line for a in facts.assignments if "model" in a.reads and tape.contains(a.line)]
+    if not runs:
+        return None
+    watch = tape.watch_line(call.source)
+    if watch is None:
+        return Incorrect(f"`gradient` is `None`: `{tape.name}` was opened with `watch_accessed_variables=False`, so "
+                         f"it records only what you watch, and it never watches `{call.source}`. Did you call "
+                         f"`{tape.name}.watch({call.source})` before `model(x)`?", cause="not-watched")
+    if watch > runs[0]:
+        return Incorrect(f"`gradient` is `None`: `{tape.name}.watch({call.source})` comes after the model ran, and a "
+                         "tape only records operations on a variable from the moment it is watched. Did you call "
+                         f"`{tape.name}.watch({call.source})` before computing anything from it?",
+                         cause="watched-too-late")
+    return None
+
+
+class OneWeightGradient(_WatchExercise):
     number = "3.3"
-    answer = "input_only_gradient"
-    fixed_because = ("`input_only_gradient` is a procedure for any `model` and `x` it is given: a tape that watches "
-                     "only `x`, its gradient and its `watched_variables()` hold no numbers of their own, so only the "
-                     "test's models and inputs could change, not what you write.")
+    answer = "one_weight_gradient"
+    # Which weight of the two-layer model is the source, as (layer, part): the first layer's kernel in the
+    # notebook's text. The last layer's bias is never drawn: its gradient of a summed output is the batch size.
+    space = Space(default={"which": (0, "kernel")},
+                  draws={"which": lambda rng: ((0, "bias"), (1, "kernel"))[int(rng.integers(2))]},
+                  wording={"layer": lambda v: str(v["which"][0]), "part": lambda v: v["which"][1]})
+    statement = ("Write `one_weight_gradient(model, x)` that returns a pair `(gradient, watched)`: the gradient of "
+                 "`y = model(x)` with respect to `model.layers[${layer}].${part}` alone (`tape.watch` takes its `.value`), "
+                 "and `tape.watched_variables()` of your tape, which must hold that one variable and nothing else.")
     visible_cases = ((2, 3, 4, 21),)
-    praise = "the tape recorded the input and nothing else: no weight was watched."
+    praise = "the tape recorded the one weight you asked about and left the others alone."
     hints = (
-        "By default a tape watches every trainable variable it sees used, the model's weights included.",
-        "Open the tape with `tf.GradientTape(watch_accessed_variables=False)` and call `tape.watch(x)` yourself.",
+        "By default a tape watches every trainable variable it sees used, so it would list all the model's weights.",
+        "Open the tape with `tf.GradientTape(watch_accessed_variables=False)` and watch "
+        "`model.layers[${layer}].${part}.value` yourself, before calling the model.",
     )
+
+    @property
+    def remedies(self) -> dict[str, str]:
+        watch = self.variant.fill("`tape.watch(model.layers[${layer}].${part}.value)`")
+        return {"watch-the-input": f"Did you mean to watch the one weight's TensorFlow variable, {watch}?",
+                "then-watch-the-input": f"then watch the one weight's TensorFlow variable, {watch}."}
 
     def check_case(self, fn, spec, facts):
         model, weights, x = _model_case(spec)
         got = self.call(fn, model, tf.constant(x), shown=f"model, x of shape {x.shape}").value
         if not isinstance(got, (list, tuple)) or len(got) != 2:
-            raise Incorrect("`input_only_gradient` should return a pair `(gradient, watched)`, "
+            raise Incorrect("`one_weight_gradient` should return a pair `(gradient, watched)`, "
                             f"but it returned {fmt(got) if got is None else type(got).__name__}.")
         gradient, watched = got
-        expected = _input_gradient(weights, x.astype(np.float64))
+        layer, part = self.variant["which"]
+        source = f"model.layers[{layer}].{part}"
+        gradients = _weight_gradients(weights, x.astype(np.float64))
+        expected = gradients[(layer, part)]
         if isinstance(gradient, (list, tuple)) and agrees(expected, watched):
             raise Incorrect("Your pair is the right two things in the wrong order: the first item is the list of "
                             "watched variables and the second the gradient. Return `(gradient, watched)`.",
                             cause="swapped-results")
         if gradient is None:
-            raise none_feedback("`gradient` is `None`.", facts, facts.returned_call(0), _CONSTANT_X)
-        problem = wrong_value("gradient", expected, gradient)
+            raise _unwatched_weight(facts) or none_feedback("`gradient` is `None`.", facts, facts.returned_call(0),
+                                                            _CONSTANT_X)
+        problem = wrong_value("gradient", expected, gradient, [
+            *(Alternative(f"the gradient of model.layers[{i}].{p}", g, "wrong-source",
+                          f"That is the gradient of `model.layers[{i}].{p}`; the task asks for `{source}`.")
+              for (i, p), g in gradients.items() if (i, p) != (layer, part)),
+            Alternative("the gradient of the input x", _input_gradient(weights, x.astype(np.float64)), "wrong-source",
+                        f"That is the gradient with respect to the input `x`; the task asks for `{source}`.")])
         if problem:
             raise problem
         if not isinstance(watched, (list, tuple)):
@@ -252,21 +314,20 @@ class InputOnlyGradient(_WatchExercise):
         tape = facts.tape(used.tape) if used is not None else None
         if tape is not None and tape.watch_accessed and facts.tapes > 1:
             raise Incorrect(f"`gradient` comes from `{used.text()}`, and `{tape.name}` watches every variable it "
-                            "touches (it has no `watch_accessed_variables=False`), so it recorded the weights; "
+                            "touches (it has no `watch_accessed_variables=False`), so it recorded all the weights; "
                             "`watched` comes from another tape. Compute the gradient on the tape whose watched "
                             "variables you return, opened with `watch_accessed_variables=False`.",
                             cause="weights-watched")
-        if len(watched) > 0:
-            names = ", ".join(f"`{getattr(v, 'name', v)}`" for v in watched[:4])
-            made = [a for a in facts.assignments if a.made_by == "variable"] if facts.found else []
-            if facts.tapes and not any(t.watch_accessed for t in facts.tape_blocks) and made:
-                raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. Your tape "
-                                "watches only what you watch, but `" + f"{made[0].names[0]} = {made[0].value}" + "` "
-                                "made a `tf.Variable`, and a watched variable is listed by `watched_variables()`. "
-                                "Watch the constant tensor `x` itself.", cause="weights-watched")
-            raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should be empty. By default "
-                            "a tape watches every trainable variable the model reads. Did you open it with "
-                            "`tf.GradientTape(watch_accessed_variables=False)`?", cause="weights-watched")
+        target = getattr(model.layers[layer], part)
+        others = [v for v in watched if v is not target.value and v is not target]
+        if others or len(watched) != 1:
+            names = ", ".join(f"`{getattr(v, 'path', getattr(v, 'name', v))}`" for v in watched[:4]) or "nothing"
+            why = ("By default a tape watches every trainable variable the model reads. Did you open it with "
+                   "`tf.GradientTape(watch_accessed_variables=False)`?"
+                   if tape is not None and tape.watch_accessed else
+                   "Your tape watches only what you pass to `tape.watch`: watch that one variable alone.")
+            raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should hold only "
+                            f"`{source}` (`{target.path}`). {why}", cause="weights-watched")
 
 
 # --- 3.4 ------------------------------------------------------------------------------------
@@ -350,5 +411,5 @@ class PerExampleJacobian(_WatchExercise):
 
 ex3_1 = IntermediateGradient()
 ex3_2 = InputSaliency()
-ex3_3 = InputOnlyGradient()
+ex3_3 = OneWeightGradient()
 ex3_4 = PerExampleJacobian()
