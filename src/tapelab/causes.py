@@ -409,6 +409,9 @@ _CATALOGUE = (
     # fixing a None gradient, notebook 05 (Exercise 5.1)
     Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
           "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
+    # one gradient per example, notebook 04 (Exercise 4.1)
+    Cause("forward-pass-per-example", "a tape and a forward pass per example where one recording of all is asked",
+          "Record every example's loss once on one persistent tape, then ask it once per example."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
