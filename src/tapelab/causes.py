@@ -416,6 +416,9 @@ _CATALOGUE = (
     # gradients of row lengths, notebook 01 (Exercise 1.3)
     Cause("other-axis", "a reduction over the other axis than the task's (the columns instead of the rows, or back)",
           "Reduce over the axis the task names: `axis=1` runs along each row, `axis=0` down each column."),
+    # one gradient per example, notebook 04 (Exercise 4.1)
+    Cause("forward-pass-per-example", "a tape and a forward pass per example where one recording of all is asked",
+          "Record every example's loss once on one persistent tape, then ask it once per example."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -1,5 +1,6 @@
-"""Exercise 4.1 of 04_persistent_tapes says which answers it accepts: one persistent tape, or two ordinary tapes
-opened in the same `with` statement. The check must accept both, and the text must say so."""
+"""Exercise 4.1 of 04_persistent_tapes asks for one gradient per example from one forward pass. The check must
+accept every way of getting them from one recording: the slices taken inside the block, or one `jacobian` call
+(a 1-D tensor of the gradients), and the text must ask for one forward pass."""
 import re
 
 import nbformat
@@ -9,14 +10,20 @@ from tapelab.paths import SOLUTIONS
 
 NOTEBOOK = "04_persistent_tapes"
 EXERCISE = next(e for e in exercises(NOTEBOOK) if e.answer_id == "ex4_1_answer")
-TWO_TAPES = '''
-def several_gradients(x):
-    with tf.GradientTape() as tape_y, tf.GradientTape() as tape_z:
-        tape_y.watch(x)
-        tape_z.watch(x)
-        y = x**3
-        z = tf.sin(y)
-    return [tape_y.gradient(y, x), tape_z.gradient(z, x)]
+SLICED_INSIDE = '''
+def per_example_gradients(w, xs, ts):
+    with tf.GradientTape(persistent=True) as tape:
+        losses = (w * xs - ts) ** 2
+        each = [losses[i] for i in range(xs.shape[0])]
+    grads = [tape.gradient(loss, w) for loss in each]
+    del tape
+    return grads
+'''
+JACOBIAN = '''
+def per_example_gradients(w, xs, ts):
+    with tf.GradientTape() as tape:
+        losses = (w * xs - ts) ** 2
+    return tape.jacobian(losses, w)
 '''
 
 
@@ -26,13 +33,19 @@ def _task_text() -> str:
     return re.sub(r"\s+", " ", cells[at - 1].source.replace("**", ""))
 
 
-def test_task_text_names_both_accepted_answers():
-    """Does the task of 4.1 say that two ordinary tapes are accepted besides one persistent tape?"""
+def test_task_text_asks_one_forward_pass_and_a_gradient_per_example():
+    """Does the task of 4.1 ask for one forward pass and each example's gradient?"""
     text = _task_text()
-    assert "one persistent tape" in text and "two ordinary tapes" in text
+    assert "one forward pass" in text and "each example's gradient" in text
 
 
-def test_two_ordinary_tapes_pass():
-    """Are two ordinary tapes opened in the same `with` statement accepted, as the text says?"""
-    verdict = grade(EXERCISE, TWO_TAPES, "two ordinary tapes")
+def test_slices_taken_inside_the_block_pass():
+    """Are per-example losses sliced inside the block accepted, like `tf.unstack`?"""
+    verdict = grade(EXERCISE, SLICED_INSIDE, "sliced inside")
+    assert verdict.outcome == "passed", verdict
+
+
+def test_one_jacobian_call_passes():
+    """Is one `jacobian` call, which returns the gradients as one 1-D tensor, accepted?"""
+    verdict = grade(EXERCISE, JACOBIAN, "jacobian")
     assert verdict.outcome == "passed", verdict

@@ -3,57 +3,42 @@ from answers import Fresh
 
 MISTAKES = {
     "ex4_1_answer": [
-        Fresh("gradients returned in the wrong order", '''
-def several_gradients(x):
+        Fresh("returns the losses, not their gradients", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
+        losses = $loss_code
+        each = tf.unstack(losses)
+    grads = [tape.gradient(loss, w) for loss in each]
     del tape
-    return [dz_dx, dy_dx]
-''', "swapped-results", "Your gradients are right but your list is `[dz_dx, dy_dx]`; the exercise asks for "
-           "`[dy_dx, dz_dx]`, dy/dx first."),
-        Fresh("targets averaged to scalars first", '''
-def several_gradients(x):
+    return each
+''', "returned-value", "The list holds each example's loss, not its gradient: return the `gradient` calls' results."),
+        Fresh("losses averaged to one scalar first", '''
+def per_example_gradients(w, xs, ts):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean($loss_code)
+    return tape.gradient(loss, w)
+''', ("targets-summed", "mean-target"), "The gradient of the mean loss is one number, the mean of the per-example "
+           "gradients; the task asks for one gradient per example."),
+        Fresh("one call on the list of per-example losses", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-        y_scalar = tf.reduce_mean(y)
-        z_scalar = tf.reduce_mean(z)
-    dy_dx = tape.gradient(y_scalar, x)
-    dz_dx = tape.gradient(z_scalar, x)
+        losses = $loss_code
+        each = tf.unstack(losses)
+    grads = tape.gradient(each, w)
     del tape
-    return [dy_dx, dz_dx]
-''', ("mean-target", "constant-factor"), "A target need not be a scalar: `tape.gradient(y, x)` differentiates the "
-           "sum of `y`. Your `tf.reduce_mean(y)` divides both gradients by the length of `x`."),
-        Fresh("one call on the list of targets, unpacked", '''
-def several_gradients(x):
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-    dy_dx, dz_dx = tape.gradient([y, z], x)
-    del tape
-    return [dy_dx, dz_dx]
-''', "wrong-target", "`tape.gradient([y, z], x)` does not give one gradient per target: it differentiates "
-           "y + z and returns one tensor shaped like `x`, which your unpacking splits by element (or fails on). "
-           "Call `gradient` once per target: that is what the persistent tape is for."),
+    return grads
+''', "targets-summed", "`tape.gradient(each, w)` with a list of targets does not give one gradient per target: it "
+           "differentiates their sum and returns one number. Call `gradient` once per example's loss."),
         Fresh("deletes the intermediates instead of the tape", '''
-def several_gradients(x):
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
-    del y, z
-    return [dy_dx, dz_dx]
-''', "tape-not-released", "`del y, z` only drops your names; the persistent tape still holds its whole record "
-           "(y, z and what they were computed from) until the tape itself goes. Write `del tape` after the last "
-           "`gradient` call."),
+        losses = $loss_code
+        each = tf.unstack(losses)
+    grads = [tape.gradient(loss, w) for loss in each]
+    del losses, each
+    return grads
+''', "tape-not-released", "`del losses, each` only drops your names; the persistent tape still holds its whole "
+           "record until the tape itself goes. Write `del tape` after the last `gradient` call."),
     ],
     "ex4_2_answer": [
         Fresh("learning rate scales only the loss gradient", '''

@@ -3,70 +3,65 @@ from answers import Mistake
 
 MISTAKES = {
     "ex4_1_answer": [
-        Mistake("z computed after the block", '''
-def several_gradients(x):
+        Mistake("losses computed after the block", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-    z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
+        pass
+    losses = $loss_code
+    each = tf.unstack(losses)
+    grads = [tape.gradient(loss, w) for loss in each]
     del tape
-    return [dy_dx, dz_dx]
+    return grads
 ''', "after `tape`'s `with` block"),
-        Mistake("watched after computing y", '''
-def several_gradients(x):
+        Mistake("indexed after the block", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        y = x**$n
-        tape.watch(x)
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
+        losses = $loss_code
+    grads = [tape.gradient(losses[i], w) for i in range(len(xs))]
     del tape
-    return [dy_dx, dz_dx]
-''', "before computing anything"),
+    return grads
+''', "after `tape`'s `with` block closed"),
         Mistake("forgot persistent=True", '''
-def several_gradients(x):
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
-    return [dy_dx, dz_dx]
+        losses = $loss_code
+        each = tf.unstack(losses)
+    grads = [tape.gradient(loss, w) for loss in each]
+    return grads
 ''', "persistent=True"),
         Mistake("gradient called inside the with block", '''
-def several_gradients(x):
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-        dy_dx = tape.gradient(y, x)
-        dz_dx = tape.gradient(z, x)
+        losses = $loss_code
+        each = tf.unstack(losses)
+        grads = [tape.gradient(loss, w) for loss in each]
     del tape
-    return [dy_dx, dz_dx]
+    return grads
 ''', "after the `with` block"),
-        Mistake("gradient with respect to y", '''
-def several_gradients(x):
+        Mistake("one gradient of the whole vector of losses", '''
+def per_example_gradients(w, xs, ts):
+    with tf.GradientTape() as tape:
+        losses = $loss_code
+    return tape.gradient(losses, w)
+''', "gradient of their sum"),
+        Mistake("unstacked after the block", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**$n
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, y)
+        losses = $loss_code
+    grads = [tape.gradient(loss, w) for loss in tf.unstack(losses)]
     del tape
-    return [dy_dx, dz_dx]
-''', "gradient with respect to `y`"),
-        Mistake("constant not watched", '''
-def several_gradients(x):
-    with tf.GradientTape(persistent=True) as tape:
-        y = x**$n
-        z = $z_code
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
-    del tape
-    return [dy_dx, dz_dx]
-''', "tape.watch(x)"),
+    return grads
+''', "runs over `tf.unstack(losses)`"),
+        Mistake("a tape and a forward pass per example", '''
+def per_example_gradients(w, xs, ts):
+    grads = []
+    for i in range(len(xs)):
+        with tf.GradientTape() as tape:
+            loss = $loss_code
+            loss = loss[i]
+        grads.append(tape.gradient(loss, w))
+    return grads
+''', "runs the forward pass again for every example"),
     ],
     "ex4_2_answer": [
         Mistake("gradients inside the with block", '''

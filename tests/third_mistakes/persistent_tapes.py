@@ -5,50 +5,43 @@ TF = "https://github.com/tensorflow/tensorflow/issues/"
 
 MISTAKES = {
     "ex4_1_answer": [
-        Reported("two gradients from an ordinary tape", '''
-def several_gradients(x):
+        Reported("per-example gradients from an ordinary tape", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
-    return [dy_dx, dz_dx]
+        losses = (w * xs - ts) ** 2
+        each = tf.unstack(losses)
+    grads = []
+    for loss in each:
+        grads.append(tape.gradient(loss, w))
+    return grads
 ''', "An ordinary tape is released by its first `gradient` call, so the second raises; open it with "
-            "`persistent=True` (and `del tape` after), or use two tapes in the same `with`.", TF + "46487"),
+            "`persistent=True` (and `del tape` after).", TF + "46487"),
         Reported("the gradients asked inside the persistent tape's block", '''
-def several_gradients(x):
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
-        dy_dx = tape.gradient(y, x)
-        dz_dx = tape.gradient(z, x)
+        losses = (w * xs - ts) ** 2
+        each = tf.unstack(losses)
+        grads = [tape.gradient(loss, w) for loss in each]
     del tape
-    return [dy_dx, dz_dx]
-''', "The values are right, but both `gradient` calls sit inside the `with` block, where the tape also records "
-            "the gradient computations; the exercise's rule is to call them after the block. Dedent the two lines.",
-            TF + "41510"),
-        Reported("the constant input never watched", '''
-def several_gradients(x):
+    return grads
+''', "The values are right, but the `gradient` calls sit inside the `with` block, where the tape also records "
+            "the gradient computations; the exercise's rule is to call them after the block.", TF + "41510"),
+        Reported("each loss sliced in the gradient call, after the block", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape(persistent=True) as tape:
-        y = x**3
-        z = tf.sin(y)
-    dy_dx = tape.gradient(y, x)
-    dz_dx = tape.gradient(z, x)
+        losses = (w * xs - ts) ** 2
+    grads = [tape.gradient(losses[i], w) for i in range(xs.shape[0])]
     del tape
-    return [dy_dx, dz_dx]
-''', "`x` is a constant, and without `tape.watch(x)` the tape does not follow it, so both gradients are None.",
-            TF + "50661"),
-        Reported("both targets in one call", '''
-def several_gradients(x):
+    return grads
+''', "`losses[i]` is a new tensor made after the block closed, so the tape has no record of it and every "
+            "gradient is None; take the slices (or `tf.unstack`) inside the block.", TF + "41999"),
+        Reported("all the losses as one list of targets", '''
+def per_example_gradients(w, xs, ts):
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = x**3
-        z = tf.sin(y)
-    both = tape.gradient([y, z], x)
-    return [both, both]
-''', "`tape.gradient([y, z], x)` does not return one gradient per target: it returns the gradient of y + z. "
+        losses = (w * xs - ts) ** 2
+        each = tf.unstack(losses)
+    return tape.gradient(each, w)
+''', "`tape.gradient(each, w)` does not return one gradient per target: it returns the gradient of their sum. "
             "Ask for each target separately, from a persistent tape.", TF + "29064"),
     ],
     "ex4_2_answer": [

@@ -78,12 +78,15 @@ def _where_target(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanati
     """Was the target computed where `tape` recorded it? An explanation if not."""
     target, name = call.target, tape.name
     if not re.fullmatch(r"[A-Za-z_]\w*", target):
-        inline_op = re.search(r"[(*+/@-]", target)
+        inline_op = re.search(r"[(*+/@\[-]", target)  # an index is an operation too
         if inline_op and not tape.contains(call.line):
             return Explanation(f"`{target}` is computed inside the `{call.text()}` call, after `{name}`'s `with` "
                                f"block closed, so `{name}` never recorded it. Did you compute it inside the block?",
                                "outside-tape")
         return None
+    loop = next((lp for lp in facts.loops if lp.target == target and lp.contains(call.line)), None)
+    if loop is not None and facts.assignments_of(target, before=call.line) == []:
+        return _where_iterated(facts, call, tape, loop)
     made = _origin(facts, target, call.line)
     if made is None or tape.contains(made.line):
         return None
@@ -106,6 +109,19 @@ def _where_target(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanati
     return Explanation(f"`{target}` is computed {when} `{name}`'s `with` block, so `{name}` never recorded it. "
                        f"Did you compute `{target}` inside the `with tf.GradientTape() as {name}:` block?",
                        "outside-tape")
+
+
+def _where_iterated(facts: CodeFacts, call: GradientCall, tape: Tape, loop) -> Explanation | None:
+    """The target is a loop's variable: were the tensors it runs over computed where `tape` recorded them?"""
+    plain = re.fullmatch(r"[A-Za-z_]\w*", loop.iterable)
+    made = _origin(facts, loop.iterable, call.line) if plain else None
+    # an expression is evaluated where the loop starts: after the block when the loop starts at or after its end
+    line = made.line if made is not None else (None if plain or loop.start < tape.end else loop.end)
+    if line is None or tape.contains(line) or line < tape.start:
+        return None
+    return Explanation(f"`{call.target}` runs over `{loop.iterable}`, which is computed after `{tape.name}`'s `with` "
+                       f"block closed, so `{tape.name}` never recorded it. Did you compute `{loop.iterable}` inside "
+                       "the block?", "outside-tape")
 
 
 def _watched(facts: CodeFacts, tape: Tape, name: str, line: int, values, depth: int = 0) -> bool | None:

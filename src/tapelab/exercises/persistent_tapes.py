@@ -1,7 +1,8 @@
-"""Exercises of notebook 04_persistent_tapes: several gradients from one tape, releasing it,
+"""Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape, releasing it,
 second derivatives from nested tapes, and Hessians from `jacobian`."""
 from __future__ import annotations
 
+import ast
 import gc
 import weakref
 
@@ -38,62 +39,96 @@ class _TapeExercise(Exercise):
                 "`gradient` calls after the `with` block?", cause="gradient-inside-block")
 
 
-# ---------------------------------------------------------------- 4.1 several gradients
+# ---------------------------------------------------------------- 4.1 one gradient per example
+
+# name -> (the loss of one example as code, as text, as a function of the residual r = w·x − t (TensorFlow or
+# NumPy), its derivative with respect to r (NumPy))
+_LOSSES = {
+    "square": ("(w * xs - ts) ** 2", "(w·xᵢ − tᵢ)²", lambda r: r**2, lambda r: 2 * r),
+    "fourth": ("(w * xs - ts) ** 4", "(w·xᵢ − tᵢ)⁴", lambda r: r**4, lambda r: 4 * r**3),
+    "log": ("tf.math.log(1 + (w * xs - ts) ** 2)", "log(1 + (w·xᵢ − tᵢ)²)", lambda r: np.log(1 + r * r),
+            lambda r: 2 * r / (1 + r * r)),
+    "cosh": ("tf.math.cosh(w * xs - ts)", "cosh(w·xᵢ − tᵢ)", np.cosh, np.sinh),
+}
+_DRAWN = sorted(set(_LOSSES) - {"square"})
+_TF_LOSSES = {"square": lambda r: r**2, "fourth": lambda r: r**4, "log": lambda r: tf.math.log(1 + r**2),
+              "cosh": tf.math.cosh}
 
 
-# name of the outer function z = f(y) -> its derivative f' with NumPy
-_SLOPES = {"sin": np.cos, "cos": lambda y: -np.sin(y)}
-# (n, f): y = x^n and z = f(y); the notebook's text has (3, "sin")
-_FORMS = ((2, "sin"), (4, "sin"), (2, "cos"), (3, "cos"), (4, "cos"))
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-class SeveralGradients(_TapeExercise):
+class PerExampleGradients(_TapeExercise):
     number = "4.1"
-    answer = "several_gradients"
-    # The power n of y = x^n and the function f of z = f(y), drawn as a pair so that no variant is the
-    # notebook's own (3, sin).
-    space = Space(default={"form": (3, "sin")}, draws={"form": lambda rng: _FORMS[int(rng.integers(len(_FORMS)))]},
-                  wording={"n": lambda v: v["form"][0], "z_code": lambda v: f"tf.{v['form'][1]}(y)",
-                           "y_text": lambda v: f"y = x{str(v['form'][0]).translate(_SUPERSCRIPT)}",
-                           "z_text": lambda v: f"z = {v['form'][1]}(y)"})
-    statement = ("Write `several_gradients(x)` that takes a 1-D float constant `x`, records ${y_text} and ${z_text} in "
-                 "**one** forward pass, and returns the list `[dy_dx, dz_dx]` (both with respect to `x`).")
-    visible_cases = ((1.0, -0.5),)
-    praise = "two gradients from a single forward pass, and no tape left holding its record."
+    answer = "per_example_gradients"
+    # The loss of one example, a function of its residual w·x − t; the notebook's text has the square, which no
+    # drawn variant repeats.
+    space = Space(default={"loss": "square"}, draws={"loss": lambda rng: str(rng.choice(_DRAWN))},
+                  wording={"loss_code": lambda v: _LOSSES[v["loss"]][0], "loss_text": lambda v: _LOSSES[v["loss"]][1]})
+    statement = ("Write `per_example_gradients(w, xs, ts)`: `w` is a scalar `tf.Variable`, `xs` and `ts` are 1-D float "
+                 "constants, and example i has the loss ${loss_text}. Compute all the losses in **one** forward pass "
+                 "and return the list of each example's gradient with respect to `w`.")
+    visible_cases = ((0.5, (1.0, -2.0, 3.0), (2.0, 0.5, 1.0)),)
+    praise = "one recording answered a question per example, and no tape is left holding it."
     hints = (
-        "A tape normally answers one `gradient` call. Which argument of `tf.GradientTape` lets it answer more?",
-        "Open `tf.GradientTape(persistent=True)`, call `tape.watch(x)` (x is a constant), then compute "
-        "`y = x**$n` and `z = $z_code` inside the block.",
+        "`tape.gradient(losses, w)` gives one number: the gradient of the sum of the losses. You need one `gradient` "
+        "call per example, so the tape must answer several times.",
+        "Open `tf.GradientTape(persistent=True)`; inside the block compute `losses = $loss_code` and split it with "
+        "`tf.unstack(losses)` (an index taken after the block is not recorded).",
     )
 
-    def check_case(self, fn, values, facts):
-        x = tf.constant(values, tf.float32)
-        call = self.call(fn, x, shown=f"x={fmt(x)}")
+    def check_case(self, fn, case, facts):
+        w0, xs, ts = case
+        w = tf.Variable(w0, dtype=tf.float32, name="w")
+        x, t = tf.constant(xs, tf.float32), tf.constant(ts, tf.float32)
+        call = self.call(fn, w, x, t, shown=f"w=tf.Variable({w0}), xs={fmt(x)}, ts={fmt(t)}")
         got = call.value
-        xs = np.array(values, np.float64)
-        n, outer = self.variant["form"]
-        slope = _SLOPES[outer]
-        dy_dx = n * xs ** (n - 1)
-        dz_dx = slope(xs**n) * dy_dx
-        problem = arrangement("several_gradients(x)", [dy_dx, dz_dx], got) if got is not None else None
+        xs_, ts_ = np.array(xs, np.float64), np.array(ts, np.float64)
+        _, _, loss_of, slope = _LOSSES[self.variant["loss"]]
+        residual = w0 * xs_ - ts_
+        expected = slope(residual) * xs_
+        name = "per_example_gradients(...)"
+        problem = arrangement(name, list(expected), got) if got is not None else None
         if problem:
             raise problem
-        if not isinstance(got, (list, tuple)) or len(got) != 2:
-            raise Incorrect(mismatch([dy_dx, dz_dx], got, "several_gradients(x)")
-                            or "`several_gradients` should return a list `[dy_dx, dz_dx]`.")
-        for i, (name, value) in enumerate((("dy_dx", got[0]), ("dz_dx", got[1]))):
-            if value is None:
-                raise none_feedback(f"`{name}` is `None`.", facts, facts.returned_call(i), {"x": "constant"})
-        swapped = "Your gradients are swapped: return `[dy_dx, dz_dx]`."
-        wrt_y = Alternative("dz/dy", slope(xs**n), "wrong-source",
-                            "That is dz/dy, the gradient with respect to `y`. Did you pass `y` as the source? "
-                            "Pass `x`: the tape chains through `y` by itself.")
-        for i, (name, expected, others) in enumerate((("dy_dx", dy_dx, []), ("dz_dx", dz_dx, [wrt_y]))):
-            problem = wrong_value(name, expected, got[i], [swapped_item([dy_dx, dz_dx], got, i, says=swapped), *others])
-            self._raise_departed(problem, fn, (x,), lambda v: tf.sin(v**3))
+        if isinstance(got, (list, tuple)):
+            for i, value in enumerate(got):
+                if value is None:
+                    raise none_feedback(_none_item(facts, i), facts, _call_behind(facts, i),
+                                        {"w": "variable", "xs": "constant", "ts": "constant"})
+        elif got is not None and np.ndim(got) == 1:
+            got = list(np.asarray(got))  # one gradient per example as a 1-D tensor (`tape.jacobian`) is as good
+        one = got[0] if isinstance(got, (list, tuple)) and len(got) == 1 else got
+        if len(xs) > 1 and one is not None and np.ndim(one) == 0:
+            for how, value, why in (("sum", expected.sum(), "of all the losses at once (one vector, a list or their "
+                                     "sum) is the gradient of their sum"),
+                                    ("mean", expected.mean(), "of their mean is the mean of the per-example ones")):
+                if agrees(value, one):
+                    raise Incorrect(
+                        f"Your function gives one number, {fmt(value)}, the {how} of the {len(xs)} per-example "
+                        f"gradients {fmt(expected)}: the gradient {why}. Ask the persistent tape once per example's "
+                        "loss.", cause="targets-summed")
+        if not isinstance(got, (list, tuple)) or len(got) != len(xs):
+            raise Incorrect(mismatch(list(expected), got, name)
+                            or f"`per_example_gradients` should return a list of {len(xs)} gradients, one per example.")
+        problem = wrong_value(name, list(expected), list(got), [
+            Alternative("the losses", lambda: list(loss_of(residual)), "returned-value",
+                        "Those are the losses themselves, not their gradients. Return `tape.gradient` of each "
+                        "example's loss with respect to `w`."),
+            Alternative("the sum in every item", lambda: [expected.sum()] * len(xs), "targets-summed",
+                        "Every item is the sum of the per-example gradients: the gradient of all the losses at once "
+                        "is the gradient of their sum. Pass each example's own loss as the target."),
+            Alternative("each gradient with respect to x", lambda: list(slope(residual) * w0), "wrong-source",
+                        "Each item is the gradient with respect to that example's `x`, not to `w`. Pass `w` as the "
+                        "source of `gradient`."),
+        ])
+        forward = _TF_LOSSES[self.variant["loss"]]
+        self._raise_departed(problem, fn, (w, x, t), lambda w, xs, ts: forward(w * xs - ts))
         self._reject_gradient_inside_with(facts, call.logs)
-        kept = [t.name for t in facts.tape_blocks if t.persistent and t.name not in facts.deleted]
+        looped = next((lp for b in facts.tape_blocks for lp in facts.loops if lp.contains(b.start)), None)
+        if looped is not None:
+            raise Incorrect(f"Your values are right, but your code opens a tape inside `for {looped.target} in "
+                            f"{looped.iterable}`, so it runs the forward pass again for every example; the task asks "
+                            "for one forward pass. Record all the losses once on one persistent tape, then ask it "
+                            "once per example.", cause="forward-pass-per-example")
+        kept = [b.name for b in facts.tape_blocks if b.persistent and b.name not in facts.deleted]
         if kept:
             others = sorted(facts.deleted)
             also = f" (it deletes {', '.join(f'`{n}`' for n in others)}, which frees nothing the tape holds)" if others \
@@ -102,6 +137,23 @@ class SeveralGradients(_TapeExercise):
                             f"you have every gradient, and your code never deletes `{kept[0]}`{also}. A persistent "
                             "tape keeps its whole record until the tape object itself goes.",
                             cause="tape-not-released")
+
+
+def _none_item(facts, item: int) -> str:
+    """"Item i of your list is `None`", naming the expression the code returns there when it writes a list."""
+    returned = facts.returns[-1] if facts.returns else None
+    if isinstance(returned, (ast.List, ast.Tuple)) and item < len(returned.elts):
+        return f"`{ast.unparse(returned.elts[item])}` is `None` (item {item} of your list)."
+    return f"Item {item} of your list is `None`."
+
+
+def _call_behind(facts, item: int):
+    """The gradient call behind returned item `item`; the only one, for a returned name the trail loses (a list
+    built by a comprehension)."""
+    call = facts.returned_call(item)
+    if call is None and len(facts.gradient_calls) == 1 and facts.returns and isinstance(facts.returns[-1], ast.Name):
+        return facts.gradient_calls[0]
+    return call
 
 
 # ---------------------------------------------------------------- 4.2 release the tape
@@ -340,7 +392,7 @@ class Hessian(_TapeExercise):
         require_nested_tapes(facts, call.logs)
 
 
-ex4_1 = SeveralGradients()
+ex4_1 = PerExampleGradients()
 ex4_2 = TwoGradientsAndRelease()
 ex4_3 = SecondDerivative()
 ex4_4 = Hessian()
