@@ -126,3 +126,22 @@ def test_new_variant_shows_the_task_with_its_numbers(capsys):
     finally:
         checker.own_variant()
     assert re.search(r"Exercise \d\.\d: ", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", assignment_names())
+def test_test_cells_pinned_for_a_student_pass_that_students_own_answers(name, tmp_path):
+    """The test cells as `tapelab grade` pins them for one student of a per-student course (`seed=`, and computed
+    `expected=` values) pass the answers of that student's own variants, visible and hidden: every checker takes
+    the keywords the pin writes, and checks the pinned variant's cases."""
+    from answers import own_answers
+    from tapelab.release_variants import notebook_exercises, pin
+
+    nb = nbformat.read(SOLUTIONS / f"{name}.ipynb", as_version=4)
+    pin(nb, "a course secret", "ann", notebook_exercises(nb))
+    nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    answers = own_answers(name, "a course secret", "ann")
+    for exercise in exercises(name, tmp_path):
+        if not exercise_named(exercise.answer_id.removesuffix("_answer")).space.varies:
+            continue
+        verdict = grade(exercise, answers[exercise.answer_id], "ann's own")
+        assert verdict.passed, (exercise.answer_id, verdict)

@@ -188,9 +188,10 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
     blocked = next((a for a in facts.assignments if a.made_by == "numpy" and tape.contains(a.line)
                     and set(a.names) & target_up and source in facts.upstream(" + ".join(a.reads) or "_")), None)
     if blocked is not None:
+        fix = ("Keep the value a tensor: leave out `.numpy()`." if blocked.call.endswith(".numpy()") else
+               "Did you use the `tf.` operation there instead?")
         return Explanation(f"`{blocked.call}` on the path from `{source}` to `{target}` leaves TensorFlow, and the tape "
-                           "records TensorFlow operations only. Did you use the `tf.` operation there instead?",
-                           "numpy-in-path")
+                           f"records TensorFlow operations only. {fix}", "numpy-in-path")
     early = next((a for a in facts.assignments if set(a.names) & target_up and source not in a.names
                   and a.line < call.line and not tape.contains(a.line) and a.made_by not in ("variable", "constant")
                   and source in facts.upstream(" + ".join(a.reads) or "_")), None)

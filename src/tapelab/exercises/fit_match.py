@@ -185,12 +185,12 @@ class FitMatch(Exercise):
     compile_loss = True  # 6.2 compiles with an optimizer only
     _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
 
-    def check(self, answer=None, *, cases=None) -> None:
+    def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
         __tracebackhide__ = True
         chosen = [case if isinstance(case, FitCase) else FitCase(*case)
                   for case in (self.visible_cases if cases is None else cases)]
         self._traced = max(chosen, key=lambda case: case.steps, default=None)
-        super().check(answer, cases=cases)
+        super().check(answer, cases=cases, expected=expected, seed=seed)
 
     def check_case(self, fn, case, facts):
         case = case if isinstance(case, FitCase) else FitCase(*case)

@@ -77,13 +77,15 @@ The test compiles it with `optimizer=SGD(0.1)` only and compares 2 epochs' `loss
     @property
     def visible_cases(self) -> tuple[FitCase, ...]:
         """Several batches per epoch, a smaller last batch, and a mixed_float16 policy; with the variant's loss."""
-        return self._with_loss(_VISIBLE_62)
+        return self._with_loss(_VISIBLE_62, self.variant["loss"])
 
-    def check(self, answer=None, *, cases=None) -> None:
+    def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
         __tracebackhide__ = True
-        super().check(answer, cases=None if cases is None else self._with_loss(cases))
+        loss = (self.variant if seed is None else self.space.variant(seed))["loss"]
+        super().check(answer, cases=None if cases is None else self._with_loss(cases, loss), expected=expected,
+                      seed=seed)
 
-    def _with_loss(self, cases) -> tuple[FitCase, ...]:
-        """`cases` (FitCases or their fields) compared with `fit` on the variant's loss."""
-        return tuple(replace(case if isinstance(case, FitCase) else FitCase(*case), loss=self.variant["loss"])
-                     for case in cases)
+    @staticmethod
+    def _with_loss(cases, loss: str) -> tuple[FitCase, ...]:
+        """`cases` (FitCases or their fields) compared with `fit` on the checked variant's `loss`."""
+        return tuple(replace(case if isinstance(case, FitCase) else FitCase(*case), loss=loss) for case in cases)
