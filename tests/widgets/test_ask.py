@@ -40,7 +40,8 @@ def test_the_view_is_hidden_until_an_answer_is_checked(asking):
 def test_a_right_answer_is_correct_and_opens_the_view(asking, shown):
     answer(asking, "1")
     assert [m.kind for m in shown] == ["correct"] and asking.asking.open
-    assert asking.asking.form.layout.display == "none"  # answered once: the form goes
+    form = asking.asking
+    assert form.form.layout.display == "none" and form.answer.disabled and form.check.disabled  # answered: it goes
 
 
 def test_a_wrong_answer_gets_the_question_s_own_verdict_and_opens(asking, shown):
@@ -60,7 +61,7 @@ def test_a_question_predicted_in_its_cell_opens_the_explorer_at_once(shown):
     question = Question("1.8")
     question.predict(1.0)
     explorer = TangentExplorer(x=1.0, ask=question, truth=1.0)
-    assert explorer.asking.open and explorer.asking.form.layout.display == "none"
+    assert explorer.asking.open and explorer.asking.form.layout.display == "none" and explorer.asking.check.disabled
 
 
 def test_a_choice_question_offers_its_choices_and_ignores_an_empty_check(shown):

@@ -50,7 +50,7 @@ class AskFirst:
         self.widget = widgets.VBox([self.form, self.output])
         self._set_open(question.predicted)
         if question.predicted:
-            self.form.layout.display = "none"
+            self._close_form()
 
     @property
     def open(self) -> bool:
@@ -67,8 +67,13 @@ class AskFirst:
         with self.output:
             self.question.answer(guess, self.truth)
         if self.question.predicted:
-            self.form.layout.display = "none"
+            self._close_form()
             self._set_open(True)
+
+    def _close_form(self) -> None:
+        """Answered: the form goes, and its controls are disabled too (nothing hidden can still be moved)."""
+        self.form.layout.display = "none"
+        self.answer.disabled = self.check.disabled = True
 
     def _set_open(self, showing: bool) -> None:
         self.result.layout.display = None if showing else "none"
