@@ -7,7 +7,6 @@ never emptied, added to the weights), from what the code did rather than from it
 """
 from __future__ import annotations
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -16,7 +15,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
-from tapelab.exercises.keras_cases import short_path
+from tapelab.exercises.keras_cases import mse_gradients, seeded_tanh_model, short_path
 
 __all__ = ["ex2_6"]
 
@@ -31,27 +30,6 @@ def _calls(numbers: list[int]) -> str:
     """1 and 3; 1, 2 and 4: call numbers as a sentence says them."""
     words = [str(n) for n in numbers]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _model(seed: int, features: int) -> keras.Model:
-    """A Dense(3, tanh)-Dense(1) model with seeded weights: no layer that depends on the batch, so the mean of
-    equal micro-batches' gradients is the full batch's gradient."""
-    model = keras.Sequential([keras.Input((features,)), keras.layers.Dense(3, activation="tanh"),
-                              keras.layers.Dense(1)])
-    weights = np.random.default_rng(seed + 1000)
-    for v in model.trainable_variables:
-        v.assign(weights.normal(scale=0.7, size=v.shape))
-    return model
-
-
-def _gradients(seed: int, features: int, weights: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-    """The gradients of the mean squared error on (x, y) of the case's model at `weights`."""
-    model = _model(seed, features)
-    for v, w in zip(model.trainable_variables, weights):
-        v.assign(w)
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
-    return [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
 
 
 class AccumulatedStep(Exercise):
@@ -85,7 +63,7 @@ micro-batches, two full steps, and reads the weights after every call."""
         rng = np.random.default_rng(seed)
         x = rng.normal(size=(2 * k * rows, features)).astype(np.float32)
         y = rng.uniform(-1.0, 2.0, size=(2 * k * rows, 1)).astype(np.float32)
-        model = _model(seed, features)
+        model = seeded_tanh_model(seed, features)
         names = [short_path(v) for v in model.trainable_variables]
         start = [v.numpy().copy() for v in model.trainable_variables]
         shown = f"a Dense(3)-Dense(1) model with {features} input feature(s)"
@@ -96,7 +74,7 @@ micro-batches, two full steps, and reads the weights after every call."""
                             cause="no-return" if step is None else None)
 
         def grads_at(weights, lo, hi):
-            return _gradients(seed, features, weights, x[lo * rows:hi * rows], y[lo * rows:hi * rows])
+            return mse_gradients(seed, features, weights, x[lo * rows:hi * rows], y[lo * rows:hi * rows])
 
         def moved(weights, direction, factor=1.0):
             return [w - factor * lr * g for w, g in zip(weights, direction)]
@@ -127,14 +105,14 @@ micro-batches, two full steps, and reads the weights after every call."""
         """The weights of the known slips at the end of round `round_` (1 or 2), from the round's start."""
         begin = full[round_ - 1]
         lo = (round_ - 1) * k
-        micro = [_gradients(seed, features, begin, x[(lo + i) * rows:(lo + i + 1) * rows],
+        micro = [mse_gradients(seed, features, begin, x[(lo + i) * rows:(lo + i + 1) * rows],
                             y[(lo + i) * rows:(lo + i + 1) * rows]) for i in range(k)]
         total = [sum(parts) for parts in zip(*micro)]
         found = {"summed": [w - lr * s for w, s in zip(begin, total)],
                  "last only": [w - lr * g / k for w, g in zip(begin, micro[-1])],
                  "last only, not divided": [w - lr * g for w, g in zip(begin, micro[-1])]}
         if round_ == 2:
-            first = [_gradients(seed, features, full[0], x[i * rows:(i + 1) * rows], y[i * rows:(i + 1) * rows])
+            first = [mse_gradients(seed, features, full[0], x[i * rows:(i + 1) * rows], y[i * rows:(i + 1) * rows])
                      for i in range(k)]
             old = [sum(parts) for parts in zip(*first)]
             found["not reset"] = [w - lr * (s + o) / k for w, s, o in zip(begin, total, old)]

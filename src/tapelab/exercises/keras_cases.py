@@ -1,7 +1,8 @@
 """The Keras models, losses and data that the checkers build: for notebook 02_model_variables the worked
 example, a zero-initialised Dense model (optionally with a layer loss) and a seeded
 Dense-BatchNormalization-Dense model, whose output depends on `training`; for exercise 6.4 the
-two-optimizer cases (`TwoLayerCase`); their reference step is in the answers distribution
+two-optimizer cases (`TwoLayerCase`); for exercises 2.6 and 2.7 a seeded Dense-tanh-Dense model and its
+mean-squared-error gradients. The 6.4 cases' reference step is in the answers distribution
 (`tapelab_answers.references.two_optimizer_steps`), and its values in the stored expectations."""
 from __future__ import annotations
 
@@ -140,3 +141,24 @@ class TwoLayerCase:
             return pair
         return tuple(keras.optimizers.LossScaleOptimizer(opt, initial_scale=scale)
                      for opt, scale in zip(pair, LOSS_SCALES))
+
+
+def seeded_tanh_model(seed: int, features: int) -> keras.Model:
+    """A Dense(3, tanh)-Dense(1) model with seeded weights (exercises 2.6 and 2.7): no layer that depends on the batch, so the mean of
+    equal micro-batches' gradients is the full batch's gradient."""
+    model = keras.Sequential([keras.Input((features,)), keras.layers.Dense(3, activation="tanh"),
+                              keras.layers.Dense(1)])
+    weights = np.random.default_rng(seed + 1000)
+    for v in model.trainable_variables:
+        v.assign(weights.normal(scale=0.7, size=v.shape))
+    return model
+
+
+def mse_gradients(seed: int, features: int, weights: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    """The gradients of the mean squared error on (x, y) of `seeded_tanh_model(seed, features)` at `weights`."""
+    model = seeded_tanh_model(seed, features)
+    for v, w in zip(model.trainable_variables, weights):
+        v.assign(w)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(y - model(x, training=True)))
+    return [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]

@@ -16,7 +16,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, because
-from tapelab.exercises.accumulation import _gradients, _model
+from tapelab.exercises.keras_cases import mse_gradients, seeded_tanh_model
 
 __all__ = ["ex2_7"]
 
@@ -88,7 +88,7 @@ class WarmupStep(Exercise):
             returned = self.run(lambda: step(tf.constant(x), tf.constant(y)), f"Calling `step` (call {call}, on {shown})")
             self._loss_returned(returned.value, seed, features, before, x, y, call)
             moved = np.concatenate([(b - v.numpy()).ravel() for b, v in zip(before, model.trainable_variables)])
-            grad = _LR * np.concatenate([g.ravel() for g in _gradients(seed, features, before, x, y)])
+            grad = _LR * np.concatenate([g.ravel() for g in mse_gradients(seed, features, before, x, y)])
             big = np.abs(grad) > 1e-3
             scale = float(np.median(moved[big] / grad[big])) if big.any() else 0.0
             scales.append(round(scale, 4) if np.allclose(moved, scale * grad, rtol=1e-3, atol=_ATOL) else None)
@@ -96,7 +96,7 @@ class WarmupStep(Exercise):
 
     def _loss_returned(self, got, seed, features, before, x, y, call) -> None:
         """`step` returns the mean squared error of its batch, measured before its update."""
-        model = _model(seed, features)
+        model = seeded_tanh_model(seed, features)
         for v, w in zip(model.trainable_variables, before):
             v.assign(w)
         want = float(tf.reduce_mean(tf.square(y - model(x, training=True))))
@@ -115,7 +115,7 @@ class WarmupStep(Exercise):
         w = self.variant["w"]
         n = w + 2
         shown = f"a Dense(3)-Dense(1) model with {features} input feature(s)"
-        model = _model(seed, features)
+        model = seeded_tanh_model(seed, features)
         got = self._scales(self._made(fn, model, shown), model, seed, rows, features, n, shown)
 
         def warm(t):
@@ -150,7 +150,7 @@ class WarmupStep(Exercise):
         ]
         _judge(f"Calls 1 to {n} of `step`", [warm(t) for t in calls], got, alternatives,
                f"Does call t scale the gradients by min(1, t / {w}), counting the calls in a variable?")
-        other = _model(seed + 1, features)  # a second step, for a fresh model: its warm-up starts again
+        other = seeded_tanh_model(seed + 1, features)  # a second step, for a fresh model: its warm-up starts again
         again = self._scales(self._made(fn, other, shown), other, seed + 1, rows, features, 2, shown)
         _judge("Then a second step, made for a fresh model: its calls 1 and 2", [warm(1), warm(2)], again, [
             Alternative("shared counter", [warm(n + 1), warm(n + 2)], "shared-state",
