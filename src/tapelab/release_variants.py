@@ -152,17 +152,30 @@ def _edits(call: ast.Call, seed: int, exercise) -> list[tuple[int, int, int, int
     return edits
 
 
+# (exercise, the variant's values, case) -> name -> encoded value: a grading worker computes each once, however many
+# students draw the same values (a class of 300 draws at most a handful per exercise; `expectations` reads the
+# variant's values and the case, never its seed).
+_COMPUTED: dict[tuple[str, str, str], dict] = {}
+
+
 def _expected(exercise, seed: int, cases: list) -> dict:
-    """Case key -> name -> encoded value of `cases` in the variant of `seed`, computed by the references."""
+    """Case key -> name -> encoded value of `cases` in the variant of `seed`, computed by the references once per
+    variant values and case in this process."""
     refs = references()
     if refs is None:
         raise ValueError(f"Exercise {exercise.number} varies per student and its expected values come from the "
                          "answers distribution's references, which the grader needs: `pip install --no-deps -e ./answers` "
                          "where `tapelab grade` runs (never in the students' environment)")
-    exercise._pinned = exercise.space.variant(seed)
+    exercise._pinned = variant = exercise.space.variant(seed)
+    values = repr(sorted(variant.values.items()))
     try:
-        return {exercise.case_key(case): {name: encode(compute(refs)) for name, compute in
-                                          exercise.expectations(case).items()} for case in cases}
+        found = {}
+        for case in cases:
+            key = (exercise.number, values, repr(case))
+            if key not in _COMPUTED:
+                _COMPUTED[key] = {name: encode(compute(refs)) for name, compute in exercise.expectations(case).items()}
+            found[exercise.case_key(case)] = _COMPUTED[key]
+        return found
     finally:
         exercise._pinned = None
 

@@ -15,6 +15,7 @@ from answers import exercise_named, fresh_mistakes, mistakes
 from mutation.harness import load_equivalents, sample
 from mutation.inprocess import exercises, grade
 from mutation.mutants import TAPE_KINDS, base_kind, generate
+from tapelab.checker.exercise import Exercise
 from tapelab.paths import SOLUTIONS, assignment_names
 from tapelab_answers import answer
 
@@ -145,3 +146,36 @@ def test_test_cells_pinned_for_a_student_pass_that_students_own_answers(name, tm
             continue
         verdict = grade(exercise, answers[exercise.answer_id], "ann's own")
         assert verdict.passed, (exercise.answer_id, verdict)
+
+
+PINNED = sorted(name for name in VARIED if type(exercise_named(name)).expectations is not Exercise.expectations)
+
+
+def _twins(checker) -> tuple[int, int]:
+    """Two seeds whose variants hold the same values (a class draws many such pairs)."""
+    seen = {}
+    for seed in range(1, 10_000):
+        values = repr(sorted(checker.space.variant(seed).values.items()))
+        if values in seen:
+            return seen[values], seed
+        seen[values] = seed
+    raise AssertionError(f"no two of 10,000 seeds of Exercise {checker.number} draw the same values")
+
+
+@pytest.mark.parametrize("name", PINNED)
+def test_pinned_expected_values_depend_on_the_variants_values_alone(name, monkeypatch):
+    """A grading worker computes a pinned exercise's expected values once per variant values and case
+    (tapelab.release_variants._COMPUTED): is that sound, i.e. do two seeds with the same values get the same values
+    from the references when nothing is cached, and does the cache hand the second seed its own case keys?"""
+    import tapelab.release_variants as release_variants
+
+    checker = exercise_named(name)
+    first, second = _twins(checker)
+    cases = list(checker.visible_cases)
+    monkeypatch.setattr(release_variants, "_COMPUTED", {})
+    computed = [release_variants._expected(checker, seed, cases) for seed in (first, second)]
+    cached = release_variants._expected(checker, second, cases)
+    monkeypatch.setattr(release_variants, "_COMPUTED", {})
+    fresh = release_variants._expected(checker, second, cases)
+    assert list(computed[0].values()) == list(fresh.values()) and cached == fresh == computed[1]
+    assert set(fresh) != set(computed[0])  # each seed's own case keys

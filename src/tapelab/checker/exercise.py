@@ -178,7 +178,8 @@ class Exercise:
     def expectations(self, case: Any) -> dict[str, Callable[[Any], Any]]:
         """What this exercise expects of `case`, by name, each a function of the reference computations
         (`tapelab_answers.references`) that computes it: an exercise whose references are close to its answer
-        defines it, and `tapelab release` stores every value (tapelab.checker.expected)."""
+        defines it, and `tapelab release` stores every value (tapelab.checker.expected). They may read the
+        variant's values, never its seed: a grader computes them once per values and case."""
         return {}
 
     def case_key(self, case: Any) -> str:
