@@ -151,8 +151,8 @@ class NameTheCause(Exercise):
                   wording={name: (lambda v, name=name: _letters(v["order"])[name]) for name in _FIELDS})
     statement = """Each snippet below returns `None` for the gradient it asks for. Write `classify(snippet)` that takes a
 snippet's letter (`"A"` to `"I"`) and returns the code of its most likely cause: a string with hyphens, such as
-`"stop-gradient"`, one of the keys of `CAUSES`. The setup cell imported `CAUSES`, and section 1 printed every
-code with its title; if you have not run that cell, `print(list(CAUSES))` lists them. The visible test checks
+`"stop-gradient"`, one of the keys of `CAUSES`. Section 1 printed them
+(`print(list(CAUSES))` lists them again). The visible test checks
 snippets A to F; the hidden tests grade G, H and I, at the end of the list, so answer them too.
 
 ```python
