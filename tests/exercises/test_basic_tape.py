@@ -52,3 +52,23 @@ def test_an_object_equal_to_everything_is_not_accepted():
         namespace = define(code.replace("cubic_slope(x)", f"{answer}(*args)"), f"eq-{answer}", {"tf": tf})
         with pytest.raises(Incorrect):
             exercise.check(namespace[answer])
+
+
+def _seed_of(exercise, **values) -> int:
+    return next(s for s in range(1, 5000) if all(exercise.space.variant(s)[k] == v for k, v in values.items()))
+
+
+@pytest.mark.parametrize("p", [3, 4])
+def test_a_norm_of_another_order_is_checked_and_its_forgotten_ord_named(p):
+    """In a variant whose norm has order p != 2, does the answer with `ord=p` pass, is the Euclidean length's gradient
+    (`ord` left out) named as the gradient of another quantity, the task's order quoted, and does the task say
+    `ord=p`?"""
+    seed = _seed_of(basic_tape.ex1_3, p=p)
+    axis = basic_tape.ex1_3.space.variant(seed)["axis"]
+    code = ("def norm_gradients(X):\n    with tf.GradientTape() as tape:\n        tape.watch(X)\n"
+            "        lengths = tf.norm(X, {}axis={})\n    return tape.gradient(lengths, X)\n")
+    assert f"tf.norm(X, ord={p}, axis={axis})" in basic_tape.ex1_3.space.variant(seed).fill(basic_tape.ex1_3.statement)
+    basic_tape.ex1_3.check(_answer(code.format(f"ord={p}, ", axis), "ord-p"), seed=seed)
+    with pytest.raises(Incorrect, match=rf"Euclidean length.*`ord={p}`") as raised:
+        basic_tape.ex1_3.check(_answer(code.format("", axis), "ord-left-out"), seed=seed)
+    assert raised.value.cause == "wrong-target"

@@ -78,15 +78,15 @@ def loss_gradients(x, w, b):
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.reduce_sum(X**2, axis=$axis)
+        lengths = tf.reduce_sum(tf.abs(X)**$p, axis=$axis)
     return tape.gradient(lengths, X)
 ''', "norm-without-sqrt", "`tf.reduce_sum(X**2, axis=$axis)` is each ${part}'s squared length, whose gradient is 2·X, "
-     "not the length ‖r‖ the task names; use `tf.norm(X, axis=$axis)` (or take the square root)."),
+     "not the length ‖r‖ the task names; use `tf.norm(X, ${ord_arg}axis=$axis)` (or take the square root)."),
         Fresh("the lengths along the other axis", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.norm(X, axis=$other)
+        lengths = tf.norm(X, ${ord_arg}axis=$other)
     return tape.gradient(lengths, X)
 ''', "other-axis", "`axis=$other` takes the length along the other axis, so each value is the gradient of another "
      "slice's length; the task's lengths are the ${part}s', `axis=$axis`."),
@@ -95,15 +95,15 @@ def norm_gradients(X):
     A = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     with tf.GradientTape() as tape:
         tape.watch(A)
-        lengths = tf.norm(A, axis=$axis)
+        lengths = tf.norm(A, ${ord_arg}axis=$axis)
     return tape.gradient(lengths, A)
 ''', "unused-input", "You copied the section's `A = tf.constant(...)` and never use the `X` you are given, so you "
-     "return the gradients for `A`; watch `X` and differentiate `tf.norm(X, axis=$axis)`."),
+     "return the gradients for `A`; watch `X` and differentiate `tf.norm(X, ${ord_arg}axis=$axis)`."),
         Fresh("output_gradients of NumPy ones", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.norm(X, axis=$axis)
+        lengths = tf.norm(X, ${ord_arg}axis=$axis)
     return tape.gradient(lengths, X, output_gradients=np.ones(lengths.shape[0]))
 ''', "dtype-clash", "`np.ones(...)` is float64 while `lengths` is float32, so the backward walk fails on mixed "
      "dtypes; the ones are the default, so drop `output_gradients` (or use `tf.ones_like(lengths)`)."),

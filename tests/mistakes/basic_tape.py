@@ -90,7 +90,7 @@ def loss_gradients(x, w, b):
         Mistake("watched after the lengths", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
-        lengths = tf.norm(X, axis=$axis)
+        lengths = tf.norm(X, ${ord_arg}axis=$axis)
         tape.watch(X)
     return tape.gradient(lengths, X)
 ''', "before computing anything"),
@@ -98,34 +98,34 @@ def norm_gradients(X):
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.norm(X, axis=$axis)
+        lengths = tf.norm(X, ${ord_arg}axis=$axis)
     return tape.gradient(X, lengths)
 ''', "wrong way round"),
         Mistake("a constant, not watched", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
-        lengths = tf.norm(X, axis=$axis)
+        lengths = tf.norm(X, ${ord_arg}axis=$axis)
     return tape.gradient(lengths, X)
 ''', "tape.watch(X)"),
         Mistake("the mean length as the target", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.reduce_mean(tf.norm(X, axis=$axis))
+        lengths = tf.reduce_mean(tf.norm(X, ${ord_arg}axis=$axis))
     return tape.gradient(lengths, X)
 ''', "tf.reduce_mean(lengths)"),
         Mistake("returns the lengths", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.norm(X, axis=$axis)
+        lengths = tf.norm(X, ${ord_arg}axis=$axis)
     return lengths
 ''', "lengths, not their gradient"),
         Mistake("the norm of the whole matrix", '''
 def norm_gradients(X):
     with tf.GradientTape() as tape:
         tape.watch(X)
-        lengths = tf.norm(X)
+        lengths = tf.norm(X${ord_kw})
     return tape.gradient(lengths, X)
 ''', "without `axis="),
     ],

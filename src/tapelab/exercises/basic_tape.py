@@ -137,6 +137,17 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+_SUB = {2: "", 3: "₃", 4: "₄"}
+_SUP = {1: "", 2: "²", 3: "³", 4: "⁴"}
+
+
+def _norm_gradient(x: np.ndarray, p: int, axis: int | None) -> np.ndarray:
+    """The gradient of the p-norms of `x` along `axis` (of the whole of `x` for None), each with respect to its own
+    slice: sign(r)·|r|^(p−1) / ‖r‖^(p−1)."""
+    norms = (np.abs(x) ** p).sum(axis=axis, keepdims=axis is not None) ** (1 / p)
+    return np.sign(x) * np.abs(x) ** (p - 1) / norms ** (p - 1)
+
+
 class NormGradients(Exercise):
     number = "1.3"
     remedies = {"persistent": (
@@ -147,51 +158,66 @@ class NormGradients(Exercise):
         "batch-jacobian": "Its diagonal blocks are the right values, and the task asks for them from one "
                           "`tape.gradient(lengths, X)` call: each length depends on its own slice of `X`."}
     answer = "norm_gradients"
-    # Which lengths: of the rows (axis 1, the notebook's text) or of the columns (axis 0). A draw of the text's own
-    # axis is refused: the text's answer would pass it.
-    space = Space(default={"axis": 1}, draws={"axis": lambda rng: int(rng.integers(0, 2))},
-                  allowed=lambda v: v["axis"] != 1,
+    # Which norms: of the rows (axis 1, the notebook's text) or of the columns (axis 0), and their order p (2, the
+    # length, in the text). The text's own pair is refused: the text's answer would pass it.
+    space = Space(default={"axis": 1, "p": 2},
+                  draws={"axis": lambda rng: int(rng.integers(0, 2)), "p": lambda rng: int(rng.choice([2, 3, 4]))},
+                  allowed=lambda v: (v["axis"], v["p"]) != (1, 2),
                   wording={"part": lambda v: "row" if v["axis"] == 1 else "column",
-                           "other": lambda v: str(1 - v["axis"])})
+                           "other": lambda v: str(1 - v["axis"]),
+                           "norm": lambda v: "length ‖r‖" if v["p"] == 2 else f"{v['p']}-norm ‖r‖{_SUB[v['p']]}",
+                           "ord_arg": lambda v: "" if v["p"] == 2 else f"ord={v['p']}, ",
+                           "ord_kw": lambda v: "" if v["p"] == 2 else f", ord={v['p']}",
+                           "grad": lambda v: "r/‖r‖" if v["p"] == 2 else
+                           f"sign(r)·|r|{_SUP[v['p'] - 1]}/‖r‖{_SUB[v['p']]}{_SUP[v['p'] - 1]}"})
     statement = ("Write `norm_gradients(X)` that takes a 2-D float constant tensor `X` and returns, for each "
-                 "${part} r of `X`, the gradient of its length ‖r‖ (`tf.norm(X, axis=${axis})`) with respect to r, "
-                 "all in one tensor shaped like `X`, with a single tape and a single `gradient` call.")
+                 "${part} r of `X`, the gradient of its ${norm} (`tf.norm(X, ${ord_arg}axis=${axis})`) with respect "
+                 "to r, all in one tensor shaped like `X`, with a single tape and a single `gradient` call.")
     visible_cases = (((3.0, 4.0), (1.0, -2.0), (0.5, 2.0)),)
     praise = "each length depends on its own slice of `X`, so the gradient of their sum holds every gradient at once."
     hints = (
         "Each length depends on its own ${part} only: what does the tape do with a vector of lengths as the target?",
-        "`X` is a constant, so `tape.watch(X)` first inside the block, then `lengths = tf.norm(X, axis=$axis)`.",
+        "`X` is a constant, so `tape.watch(X)` first inside the block, then "
+        "`lengths = tf.norm(X, ${ord_arg}axis=$axis)`.",
     )
 
     def forward(self, X):
-        return tf.norm(X, axis=self.variant["axis"])
+        return tf.norm(X, ord=self.variant["p"], axis=self.variant["axis"])
 
     def check_case(self, fn, rows, facts):
         X = tf.constant(rows, tf.float32)
         got = self.call(fn, X, shown=f"X={fmt(X)}").value
-        axis = self.variant["axis"]
+        axis, p = self.variant["axis"], self.variant["p"]
         part = "row" if axis == 1 else "column"
         other = "column" if axis == 1 else "row"
+        noun = "length" if p == 2 else "norm"
         x = np.array(rows, np.float64)
-        lengths = np.linalg.norm(x, axis=axis, keepdims=True)
-        expected = x / lengths
+        expected = _norm_gradient(x, p, axis)
+        call = f"tf.norm(X, {self.variant['ord_arg']}axis={axis})"
         if got is None:
             raise none_feedback("`norm_gradients` returned `None`.", facts, facts.returned_call(), {"X": "constant"})
+        without_root = (f"Twice `X` is the gradient of each {part}'s squared length, the sum of squares without its "
+                        "square root: differentiate `tf.norm` itself.") if p == 2 else (
+            f"This is the gradient of each {part}'s sum of |r|{_SUP[p]}, the {p}-norm without its root: "
+            f"differentiate `{call}` itself.")
+        euclidean = [] if p == 2 else [Alternative(
+            "the gradient of the Euclidean lengths", _norm_gradient(x, 2, axis), "wrong-target",
+            f"These are the gradients of each {part}'s Euclidean length, `tf.norm`'s default order: the task's norm "
+            f"is `ord={p}`, `{call}`.")]
         problem = wrong_value("norm_gradients(X)", expected, got, [
-            Alternative("the lengths themselves", np.linalg.norm(x, axis=axis), "returned-value",
+            Alternative(f"the {noun}s themselves", (np.abs(x) ** p).sum(axis=axis) ** (1 / p), "returned-value",
                         f"You returned the {part}s' lengths, not their gradient."),
-            Alternative("the gradient of the mean length", expected / x.shape[1 - axis], "mean-target",
+            Alternative(f"the gradient of the mean {noun}", expected / x.shape[1 - axis], "mean-target",
                         "Did you differentiate `tf.reduce_mean(lengths)`? The tape already sums a non-scalar "
                         "target: pass the lengths themselves."),
-            Alternative(f"the {other}s' lengths", x / np.linalg.norm(x, axis=1 - axis, keepdims=True), "other-axis",
-                        f"These are the gradients of each {other}'s length: the task's lengths are the {part}s', "
+            Alternative(f"the {other}s' {noun}s", _norm_gradient(x, p, 1 - axis), "other-axis",
+                        f"These are the gradients of each {other}'s {noun}: the task's {noun}s are the {part}s', "
                         f"`axis={axis}`."),
-            Alternative("the gradient of the squared lengths", 2 * x, "norm-without-sqrt",
-                        f"Twice `X` is the gradient of each {part}'s squared length, the sum of squares without its "
-                        "square root: differentiate `tf.norm` itself."),
-            Alternative("the length of the whole matrix", x / np.linalg.norm(x), "missing-axis",
-                        f"This is the gradient of one length, the whole matrix's: `tf.norm(X)` without `axis={axis}` "
-                        f"flattens `X`.")])
+            Alternative("the gradient of the squared lengths" if p == 2 else "the gradient without the root", p * np.sign(x) * np.abs(x) ** (p - 1), "norm-without-sqrt",
+                        without_root),
+            Alternative(f"the {noun} of the whole matrix", _norm_gradient(x, p, None), "missing-axis",
+                        f"This is the gradient of one {noun}, the whole matrix's: `tf.norm(X{self.variant['ord_kw']})` "
+                        f"without `axis={axis}` flattens `X`."), *euclidean])
         self._raise_departed(problem, fn, (X,), self.forward)
         _require_tape(self, facts)
 
