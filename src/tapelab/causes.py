@@ -95,8 +95,6 @@ _CATALOGUE = (
           "Pass the non-scalar target itself: the tape differentiates its sum."),
     Cause("constant-factor", "values off by a constant factor (a dropped mean, a 2, a sign)",
           "Compare your formula with the task's term by term for a missing or extra factor."),
-    Cause("missing-abs", "signed gradients where their magnitude is asked for",
-          "Take `tf.abs` of the gradient."),
     Cause("forward-difference", "a one-sided difference instead of a central one",
           "Evaluate at `x + h` and `x - h` and divide by `2 * h`."),
     Cause("gradient-not-jacobian", "`gradient` where a Jacobian (one row per output) is asked for",
@@ -419,6 +417,11 @@ _CATALOGUE = (
     # one gradient per example, notebook 04 (Exercise 4.1)
     Cause("forward-pass-per-example", "a tape and a forward pass per example where one recording of all is asked",
           "Record every example's loss once on one persistent tape, then ask it once per example."),
+    # integrated gradients, notebook 03 (Exercise 3.2)
+    Cause("path-points", "input gradients averaged at other points of the path than the task's",
+          "Build the points from the α values the task lists: count them, and check both ends of the path."),
+    Cause("point-per-pass", "a model call per point (or several) where one call on one batch of all points is asked",
+          "Stack every point into one batch, watch it, and call the model once on it under one tape."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -40,45 +40,96 @@ def logit_gradient(x, w, targets):
            "and `tape.gradient(loss, logits)` is None. Indent the loss into the block."),
     ],
     "ex3_2_answer": [
-        Fresh("averages the saliency over the batch", '''
-def input_saliency(model, x):
+        Fresh("averages over the features too", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = $y_code
-    return tf.reduce_mean(tf.abs(${times}tape.gradient(y, x)), axis=0)
-''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(..., axis=0)` averages over the examples as the notebook's "
-           "printout did, leaving one number per feature; the exercise asks for a tensor shaped like `x`, so drop "
-           "the mean."),
-        Fresh("abs of the output, not of the gradient", '''
-def input_saliency(model, x):
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads) * (x - baseline)
+''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(grads)` with no axis averages over the points and the features, so every feature "
+           "gets the same mean gradient; average over the points only, `axis=0`."),
+        Fresh("gradient of the mean output", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.abs($y_code)
-    return ${times}tape.gradient(y, x)
-''', "wrong-target", "You differentiate `tf.abs(model(x))`, which flips the sign of the gradient wherever the "
-           "output is negative; the magnitude asked for is `tf.abs(tape.gradient(model(x), x))`: take the abs after "
-           "the gradient."),
+        tape.watch(points)
+        y = tf.reduce_mean(model(points))
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "mean-target", "Averaging the outputs of the points divides each point's gradient by `steps`, so every attribution "
+           "is `steps` times too small; differentiate `model(points)` itself (the tape takes the gradient of its "
+           "sum)."),
         Fresh("model.predict inside the tape", '''
-def input_saliency(model, x):
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = ${squash}model.predict(x, verbose=0)$squashed
-    return tf.abs(${times}tape.gradient(y, x))
-''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is "
-           "None and `tf.abs` fails; call the model itself, `y = model(x)`."),
-        Fresh("watches a new constant but feeds the array to the model", '''
-def input_saliency(model, x):
-    x_tensor = tf.constant(x)
+        tape.watch(points)
+        y = model.predict(points, verbose=0)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is None; call "
+           "the model itself, `y = model(points)`."),
+        Fresh("watches a tensor of the points but feeds the NumPy points to the model", '''
+def integrated_gradients(model, x, baseline, steps):
+    points_np = baseline + np.asarray($alpha_code)[:, None] * (x - baseline)
+    points = tf.constant(points_np)
     with tf.GradientTape() as tape:
-        tape.watch(x_tensor)
-        y = $y_code
-    return tf.abs(${times}tape.gradient(y, x_tensor))
-''', ("not-connected", "wrong-source"), "You watch `x_tensor` but call `model(x)` on the NumPy array, which makes "
-           "a different tensor; `y` does not come from `x_tensor`, so its gradient is None. Call "
-           "`model(x_tensor)`."),
+        tape.watch(points)
+        y = model(points_np)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', ("not-connected", "wrong-source"), "You watch `points` but call the model on the NumPy array `points_np`, which becomes a different "
+           "tensor; `y` does not come from `points`, so its gradient is None. Call `model(points)`."),
+        Fresh("multiplied by x instead of (x - baseline)", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * x
+''', "missing-term", "The mean gradient is multiplied by `x`, which is right only for a zero baseline; the task multiplies "
+           "by `(x - baseline)`."),
+        Fresh("steps + 1 points from tf.linspace", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = tf.linspace(0.0, 1.0, steps + 1)
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "path-points", "`tf.linspace(0.0, 1.0, steps + 1)` gives steps + 1 points with both ends of the path; the task names "
+           "`steps` points, α = $alphas."),
+        Fresh("a path from zero instead of from the baseline", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = alphas[:, None] * x
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "path-points", "The points α·x run from zero to x, not from the baseline; build them as `baseline + α·(x − "
+           "baseline)`."),
     ],
     "ex3_3_answer": [
         Fresh("watched and gradient in the wrong order", '''

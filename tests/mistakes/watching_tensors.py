@@ -41,50 +41,100 @@ def logit_gradient(x, w, targets):
 ''', "That is dloss/dw"),
     ],
     "ex3_2_answer": [
-        Mistake("model called on x.numpy()", '''
-def input_saliency(model, x):
+        Mistake("model called on points.numpy()", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = ${squash}model(x.numpy())$squashed
-    return tf.abs(${times}tape.gradient(y, x))
+        tape.watch(points)
+        y = model(points.numpy())
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
 ''', "leaves TensorFlow"),
         Mistake("forward pass before the tape", '''
-def input_saliency(model, x):
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
-    y = $y_code
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    y = model(points)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-    return tf.abs(${times}tape.gradient(y, x))
+        tape.watch(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
 ''', "before `tape`'s `with` block"),
         Mistake("watches the NumPy array", '''
-def input_saliency(model, x):
+def integrated_gradients(model, x, baseline, steps):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = $y_code
-    return tf.abs(${times}tape.gradient(y, x))
+        alphas = $alpha_code
+        points = baseline + alphas[:, None] * (x - baseline)
+        y = model(points)
+    grads = tape.gradient(y, x)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
 ''', "A NumPy array cannot be watched"),
-        Mistake("signed gradient, no abs", '''
-def input_saliency(model, x):
+        Mistake("mean gradients not multiplied by (x - baseline)", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0)
+''', "not yet multiplied"),
+        Mistake("points built but never watched", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "tape.watch(points)"),
+        Mistake("x watched, the points computed from it in the tape", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = $y_code
-    return ${times}tape.gradient(y, x)
-''', "tf.abs"),
-        Mistake("converted but never watched", '''
-def input_saliency(model, x):
-    x = tf.convert_to_tensor(x)
+        points = baseline + alphas[:, None] * (x - baseline)
+        y = model(points)
+    grads = tape.gradient(y, x)
+    return grads * (x - baseline)
+''', "through the whole path"),
+        Mistake("gradients summed over the points", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        y = $y_code
-    return tf.abs(${times}tape.gradient(y, x))
-''', "tape.watch(x)"),
-        Mistake("gradient of the weights", '''
-def input_saliency(model, x):
-    with tf.GradientTape() as tape:
-        y = $y_code
-    return tape.gradient(y, model.trainable_variables)
-''', "instead of the input"),
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_sum(grads, axis=0) * (x - baseline)
+''', "summed over"),
+        Mistake("a tape and a model call per point", '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    grads = []
+    for alpha in $alpha_code:
+        point = baseline + alpha * (x - baseline)
+        with tf.GradientTape() as tape:
+            tape.watch(point)
+            y = model(point[None])
+        grads.append(tape.gradient(y, point))
+    return tf.reduce_mean(tf.stack(grads), axis=0) * (x - baseline)
+''', "ran the model"),
     ],
     "ex3_3_answer": [
         Mistake("watches every weight instead of one", '''

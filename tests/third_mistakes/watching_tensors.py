@@ -42,41 +42,56 @@ def logit_gradient(x, w, targets):
     ],
     "ex3_2_answer": [
         Reported("the NumPy array watched as it is", '''
-def input_saliency(model, x):
+def integrated_gradients(model, x, baseline, steps):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = model(x)
-    return tf.abs(tape.gradient(y, x))
-''', "`x` is a NumPy array, and a tape can only watch tensors, so `tape.watch(x)` raises; convert it first "
-            "with `x = tf.constant(x)`.", "https://github.com/PAIR-code/saliency/issues/88"),
-        Reported("the signed gradient returned", '''
-def input_saliency(model, x):
+        alphas = tf.range(1, steps + 1, dtype=tf.float32) / steps
+        points = baseline + alphas[:, None] * (x - baseline)
+        y = model(points)
+    grads = tape.gradient(y, x)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "`x` is a NumPy array, and a tape can only watch tensors, so `tape.watch(x)` raises; convert the "
+            "inputs with `tf.constant` first, and watch the batch of points the model runs on.", "https://github.com/PAIR-code/saliency/issues/88"),
+        Reported("the mean gradients not multiplied by (x - baseline)", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = tf.range(1, steps + 1, dtype=tf.float32) / steps
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model(x)
-    return tape.gradient(y, x)
-''', "Saliency is the magnitude |d output / d x|; the gradient is returned with its signs. Wrap it in `tf.abs`.",
-            "https://github.com/keras-team/keras/issues/6247"),
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0)
+''', "The average gradient along the path is only half of the formula: integrated gradients multiply it by "
+            "how far each feature moved, `(x - baseline)`, without which the attributions do not add up to f(x) − "
+            "f(baseline).", "https://github.com/sicara/tf-explain/pull/185"),
         Reported("model.predict inside the tape", '''
-def input_saliency(model, x):
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = tf.range(1, steps + 1, dtype=tf.float32) / steps
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = model.predict(x, verbose=0)
-    return tf.abs(tape.gradient(y, x))
+        tape.watch(points)
+        y = model.predict(points, verbose=0)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
 ''', "`model.predict` runs its own loop and returns a NumPy array, outside what the tape records, so the "
-            "gradient is None (and `tf.abs` of it fails); call the model directly, `model(x)`.",
-            "https://github.com/PAIR-code/saliency/issues/88"),
-        Reported("the output averaged over the batch", '''
-def input_saliency(model, x):
+            "gradient is None; call the model directly, `model(points)`.", "https://github.com/PAIR-code/saliency/issues/88"),
+        Reported("the outputs averaged over the points", '''
+def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = tf.range(1, steps + 1, dtype=tf.float32) / steps
+    points = baseline + alphas[:, None] * (x - baseline)
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.reduce_mean(model(x))
-    return tf.abs(tape.gradient(y, x))
-''', "Averaging the outputs over the batch divides every example's gradient by the batch size; each output "
-            "depends on its own row, so differentiate `model(x)` itself.", TF + "25476"),
+        tape.watch(points)
+        y = tf.reduce_mean(model(points))
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "Averaging the outputs over the batch of points divides every point's gradient by `steps`; each "
+            "output depends on its own point, so differentiate `model(points)` itself.", TF + "25476"),
     ],
     "ex3_3_answer": [
         Reported("the default tape, which also watches the other weights", '''

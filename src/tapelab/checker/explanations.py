@@ -332,8 +332,18 @@ def _predicted(facts: CodeFacts, call: GradientCall) -> Explanation | None:
     if predicted is None:
         return None
     return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so `{call.target}` is not "
-                       f"a tensor computed from the source. Call the model itself, `model(x)`, inside the `with` block.",
-                       "predict-in-tape")
+                       f"a tensor computed from the source. Call the model itself, `{_direct_call(predicted.value)}`, "
+                       "inside the `with` block.", "predict-in-tape")
+
+
+def _direct_call(text: str) -> str:
+    """`model(points)` for the `model.predict(points, verbose=0)` in `text`; `model(x)` if none is readable."""
+    try:
+        node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute) and n.func.attr == "predict" and n.args)
+    except (SyntaxError, StopIteration):
+        return "model(x)"
+    return f"{ast.unparse(node.func.value)}({ast.unparse(node.args[0])})"
 
 
 def _plain_value_in_gradient(facts: CodeFacts, text: str) -> Explanation | None:

@@ -1,21 +1,18 @@
 """Exercises of notebook 03_watching_tensors: watching constants, gradients of intermediates,
-input gradients (saliency), watching one weight only, and per-example Jacobians."""
+integrated gradients (in path_attribution), watching one weight only, and per-example Jacobians."""
 from __future__ import annotations
 
-import ast
-
-import keras
 import numpy as np
 import tensorflow as tf
 
 from tapelab.checker.wrong_answers import Alternative, wrong_value
 from tapelab.checker.compare import agrees, fmt, to_numpy
-from tapelab.checker.departure import function_node
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
 from tapelab.checker.variants import Space
+from tapelab.exercises.path_attribution import ex3_2, forward, model_case
 
 __all__ = ["ex3_1", "ex3_2", "ex3_3", "ex3_4"]
 
@@ -27,39 +24,9 @@ class _WatchExercise(Exercise):
     parameter_kinds = {"x": "constant"}
 
 
-# --- tiny deterministic models the checkers build ------------------------------------------
-
-def _tiny_model(n_in: int, hidden: int, n_out: int, seed: int) -> tuple[keras.Model, list[np.ndarray]]:
-    """Dense(tanh) -> Dense with weights drawn from `seed`, built without touching Keras' RNG."""
-    rng = np.random.default_rng(seed)
-    weights = [rng.normal(0, 0.8, (n_in, hidden)), rng.normal(0, 0.3, hidden),
-               rng.normal(0, 0.8, (hidden, n_out)), rng.normal(0, 0.3, n_out)]
-    weights = [w.astype(np.float32) for w in weights]
-    zeros = {"kernel_initializer": "zeros", "bias_initializer": "zeros"}
-    model = keras.Sequential([keras.Input((n_in,)), keras.layers.Dense(hidden, activation="tanh", **zeros),
-                              keras.layers.Dense(n_out, **zeros)])
-    model.set_weights(weights)
-    return model, [w.astype(np.float64) for w in weights]
-
-
-def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
-    w1, b1, w2, b2 = weights
-    return np.tanh(x @ w1 + b1) @ w2 + b2
-
-
-def _model_case(spec, n_out: int = 1):
-    """(model, float64 weights, float32 x) for a case spec (batch, n_in, hidden, seed)."""
-    batch, n_in, hidden, seed = spec
-    model, weights = _tiny_model(n_in, hidden, n_out, seed)
-    x = np.random.default_rng(seed + 1000).normal(size=(batch, n_in)).astype(np.float32)
-    return model, weights, x
-
-
-def _input_gradient(weights, x, squash: bool = False) -> np.ndarray:
-    """d sum(model(x)) / dx (of `sigmoid(model(x))` when `squash`) by float64 central differences."""
-    if squash:
-        return numeric_gradient(lambda x_: (1 / (1 + np.exp(-_forward(weights, x_)))).sum(), x)
-    return numeric_gradient(lambda x_: _forward(weights, x_).sum(), x)
+def _input_gradient(weights, x) -> np.ndarray:
+    """d sum(model(x)) / dx by float64 central differences."""
+    return numeric_gradient(lambda x_: forward(weights, x_).sum(), x)
 
 
 _CONSTANT_X = {"x": "constant"}  # every checker here passes `x` as a tensor, never a variable
@@ -140,76 +107,6 @@ class IntermediateGradient(_WatchExercise):
                             "Compute them with `tf.GradientTape()` rather than by hand.", cause="no-tape-used")
 
 
-# --- 3.2 ------------------------------------------------------------------------------------
-
-def _abs_before_gradient(fn) -> str:
-    """The text of a `tf.abs(...)` call inside a tape's `with` block (taken before `gradient`), or ""."""
-    function = function_node(fn)
-    for block in (n for n in ast.walk(function) if isinstance(n, ast.With)) if function else ():
-        for call in (n for stmt in block.body for n in ast.walk(stmt) if isinstance(n, ast.Call)):
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "abs":
-                return ast.unparse(call)
-    return ""
-
-
-class InputSaliency(_WatchExercise):
-    number = "3.2"
-    answer = "input_saliency"
-    # What is differentiated (the model's output, or its sigmoid: a probability) and whether the gradient is
-    # multiplied by the input first ("gradient x input"), drawn as a pair (squash, times_input) so that no
-    # variant is the notebook's own (False, False).
-    space = Space(default={"kind": (False, False)},
-                  draws={"kind": lambda rng: ((True, False), (False, True), (True, True))[int(rng.integers(3))]},
-                  wording={"y_code": lambda v: "tf.sigmoid(model(x))" if v["kind"][0] else "model(x)",
-                           "squash": lambda v: "tf.sigmoid(" if v["kind"][0] else "",  # around a model call
-                           "squashed": lambda v: ")" if v["kind"][0] else "",
-                           "times": lambda v: "x * " if v["kind"][1] else "",
-                           "formula": lambda v: "|{}d {} / d x|".format("x · " if v["kind"][1] else "",
-                                                                      "sigmoid(output)" if v["kind"][0] else "output"),
-                           "words": lambda v: "{}the gradient of {} with respect to {}".format(
-                               "the input times " if v["kind"][1] else "",
-                               "the sigmoid of the model's output" if v["kind"][0] else "the model's output",
-                               "it" if v["kind"][1] else "its input"),
-                           "taken": lambda v: "multiplied by the input and taken in absolute value"
-                           if v["kind"][1] else "taken in absolute value",
-                           "size_of": lambda v: "input times gradient" if v["kind"][1] else "the gradient"})
-    statement = ("Write `input_saliency(model, x)` that returns ${formula}: the absolute value of ${words}.")
-    visible_cases = ((3, 4, 5, 7),)
-    praise = "the magnitude of the input gradient says how much each input feature moves the output."
-    hints = (
-        "`x` arrives as a NumPy array, and a tape can only watch TensorFlow tensors and variables.",
-        "Convert it with `x = tf.constant(x)`, then inside the tape `tape.watch(x)` and `y = ${y_code}`.",
-    )
-
-    def check_case(self, fn, spec, facts):
-        model, weights, x = _model_case(spec)
-        got = self.call(fn, model, x, shown=f"model, x of shape {x.shape}").value
-        squash, times_input = self.variant["kind"]
-        signed = _input_gradient(weights, x.astype(np.float64), squash)
-        if times_input:
-            signed = x.astype(np.float64) * signed
-        expected = np.abs(signed)
-        if got is None:
-            raise none_feedback("`input_saliency(model, x)` returned `None`.", facts, facts.returned_call(), _CONSTANT_X)
-        if isinstance(got, (list, tuple)):
-            raise Incorrect(f"`input_saliency(model, x)` returned a {type(got).__name__} of {len(got)} items, "
-                            f"but should return one tensor of shape {x.shape}, like `x`. Did you take the "
-                            "gradient with respect to the model's weights instead of the input `x`?",
-                            cause="wrong-source")
-        outer_abs = _abs_before_gradient(fn)
-        if outer_abs and np.any(to_numpy(got) < 0):
-            raise Incorrect(f"`saliency` has negative entries, so it is not a magnitude: your `{outer_abs}` is taken "
-                            "before `gradient`, so you differentiate the absolute value of the output rather than "
-                            "the output. Take `tf.abs` of the gradient: "
-                            f"`{self.variant.fill('tf.abs(${times}tape.gradient(y, x))')}`.", cause="wrong-target")
-        signs = "products of input and gradient" if times_input else "gradients"
-        problem = wrong_value("saliency", expected, got, [] if facts.calls_to("abs") else [Alternative(
-            f"the signed {signs}", signed, "missing-abs",
-            f"Those are the signed {signs}: the saliency is their magnitude. Did you forget `tf.abs`?")])
-        if problem:
-            raise problem
-
-
 # --- 3.3 ------------------------------------------------------------------------------------
 
 _PARTS = ("kernel", "bias")
@@ -279,7 +176,7 @@ class OneWeightGradient(_WatchExercise):
                 "then-watch-the-input": f"then watch the one weight's TensorFlow variable, {watch}."}
 
     def check_case(self, fn, spec, facts):
-        model, weights, x = _model_case(spec)
+        model, weights, x = model_case(spec)
         got = self.call(fn, model, tf.constant(x), shown=f"model, x of shape {x.shape}").value
         if not isinstance(got, (list, tuple)) or len(got) != 2:
             raise Incorrect("`one_weight_gradient` should return a pair `(gradient, watched)`, "
@@ -410,6 +307,5 @@ class PerExampleJacobian(_WatchExercise):
 
 
 ex3_1 = IntermediateGradient()
-ex3_2 = InputSaliency()
 ex3_3 = OneWeightGradient()
 ex3_4 = PerExampleJacobian()
