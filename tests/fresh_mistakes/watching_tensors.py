@@ -40,19 +40,6 @@ def logit_gradient(x, w, targets):
            "and `tape.gradient(loss, logits)` is None. Indent the loss into the block."),
     ],
     "ex3_2_answer": [
-        Fresh("averages over the features too", '''
-def integrated_gradients(model, x, baseline, steps):
-    x = tf.constant(x)
-    baseline = tf.constant(baseline)
-    alphas = $alpha_code
-    points = baseline + alphas[:, None] * (x - baseline)
-    with tf.GradientTape() as tape:
-        tape.watch(points)
-        y = model(points)
-    grads = tape.gradient(y, points)
-    return tf.reduce_mean(grads) * (x - baseline)
-''', ("missing-axis", "wrong-axis"), "`tf.reduce_mean(grads)` with no axis averages over the points and the features, so every feature "
-           "gets the same mean gradient; average over the points only, `axis=0`."),
         Fresh("gradient of the mean output", '''
 def integrated_gradients(model, x, baseline, steps):
     x = tf.constant(x)
@@ -67,19 +54,6 @@ def integrated_gradients(model, x, baseline, steps):
 ''', "mean-target", "Averaging the outputs of the points divides each point's gradient by `steps`, so every attribution "
            "is `steps` times too small; differentiate `model(points)` itself (the tape takes the gradient of its "
            "sum)."),
-        Fresh("model.predict inside the tape", '''
-def integrated_gradients(model, x, baseline, steps):
-    x = tf.constant(x)
-    baseline = tf.constant(baseline)
-    alphas = $alpha_code
-    points = baseline + alphas[:, None] * (x - baseline)
-    with tf.GradientTape() as tape:
-        tape.watch(points)
-        y = model.predict(points, verbose=0)
-    grads = tape.gradient(y, points)
-    return tf.reduce_mean(grads, axis=0) * (x - baseline)
-''', "predict-in-tape", "`model.predict` returns a NumPy array and records nothing on the tape, so the gradient is None; call "
-           "the model itself, `y = model(points)`."),
         Fresh("watches a tensor of the points but feeds the NumPy points to the model", '''
 def integrated_gradients(model, x, baseline, steps):
     points_np = baseline + np.asarray($alpha_code)[:, None] * (x - baseline)
@@ -117,19 +91,6 @@ def integrated_gradients(model, x, baseline, steps):
     return tf.reduce_mean(grads, axis=0) * (x - baseline)
 ''', "path-points", "`tf.linspace(0.0, 1.0, steps + 1)` gives steps + 1 points with both ends of the path; the task names "
            "`steps` points, α = $alphas."),
-        Fresh("a path from zero instead of from the baseline", '''
-def integrated_gradients(model, x, baseline, steps):
-    x = tf.constant(x)
-    baseline = tf.constant(baseline)
-    alphas = $alpha_code
-    points = alphas[:, None] * x
-    with tf.GradientTape() as tape:
-        tape.watch(points)
-        y = model(points)
-    grads = tape.gradient(y, points)
-    return tf.reduce_mean(grads, axis=0) * (x - baseline)
-''', "path-points", "The points α·x run from zero to x, not from the baseline; build them as `baseline + α·(x − "
-           "baseline)`."),
     ],
     "ex3_3_answer": [
         Fresh("watched and gradient in the wrong order", '''

@@ -135,6 +135,42 @@ def integrated_gradients(model, x, baseline, steps):
         grads.append(tape.gradient(y, point))
     return tf.reduce_mean(tf.stack(grads), axis=0) * (x - baseline)
 ''', "ran the model"),
+        Mistake('averages over the features too', '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads) * (x - baseline)
+''', 'Average over the points only'),
+        Mistake('model.predict inside the tape', '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = baseline + alphas[:, None] * (x - baseline)
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model.predict(points, verbose=0)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', '`model.predict(points, verbose=0)` returns a NumPy array'),
+        Mistake('a path from zero instead of from the baseline', '''
+def integrated_gradients(model, x, baseline, steps):
+    x = tf.constant(x)
+    baseline = tf.constant(baseline)
+    alphas = $alpha_code
+    points = alphas[:, None] * x
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        y = model(points)
+    grads = tape.gradient(y, points)
+    return tf.reduce_mean(grads, axis=0) * (x - baseline)
+''', "the task's points run from the baseline"),
     ],
     "ex3_3_answer": [
         Mistake("watches every weight instead of one", '''
