@@ -419,6 +419,13 @@ _CATALOGUE = (
     # one gradient per example, notebook 04 (Exercise 4.1)
     Cause("forward-pass-per-example", "a tape and a forward pass per example where one recording of all is asked",
           "Record every example's loss once on one persistent tape, then ask it once per example."),
+    # a train_step with sample weights and a test_step, notebook 06 (Exercise 6.1)
+    Cause("no-test-step", "the model class does not override `test_step`, so `evaluate` runs Keras's own",
+          "Define `def test_step(self, data):` inside the `keras.Model` subclass."),
+    Cause("evaluate-trains", "a `test_step` that changes the weights (a tape and `optimizer.apply` in it)",
+          "In `test_step` only predict with `training=False`, compute the loss and update the metrics."),
+    Cause("tracker-given-row-weights", "the loss tracker given the rows' sample weights for the batch's one loss",
+          "Update the loss tracker with `sample_weight=tf.shape(x)[0]`; the rows' weights go to the other metrics."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
