@@ -422,6 +422,13 @@ _CATALOGUE = (
           "Build the points from the α values the task lists: count them, and check both ends of the path."),
     Cause("point-per-pass", "a model call per point (or several) where one call on one batch of all points is asked",
           "Stack every point into one batch, watch it, and call the model once on it under one tape."),
+    # a train_step with sample weights and a test_step, notebook 06 (Exercise 6.1)
+    Cause("no-test-step", "the model class does not override `test_step`, so `evaluate` runs Keras's own",
+          "Define `def test_step(self, data):` inside the `keras.Model` subclass."),
+    Cause("evaluate-trains", "a `test_step` that changes the weights (a tape and `optimizer.apply` in it)",
+          "In `test_step` only predict with `training=False`, compute the loss and update the metrics."),
+    Cause("tracker-given-row-weights", "the loss tracker given the rows' sample weights for the batch's one loss",
+          "Update the loss tracker with `sample_weight=tf.shape(x)[0]`; the rows' weights go to the other metrics."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

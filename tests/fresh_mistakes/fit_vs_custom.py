@@ -7,10 +7,10 @@ MISTAKES = {
 def make_custom_model(n_features=1):
     class CustomModel(keras.Model):
         def train_step(self, data):
-            x, y = data
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
                 loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -18,11 +18,22 @@ def make_custom_model(n_features=1):
                 if metric.name == "loss":
                     metric.update_state(loss, sample_weight=tf.shape(x)[0])
                 else:
-                    metric.update_state(y, y_pred)
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
             return {m.name: m.result() for m in self.metrics}
 
     inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(${last})
     return CustomModel(inputs, outputs)
 ''', "constant-factor", "You overwrote `loss` with `self.optimizer.scale_loss(loss)`, so under mixed precision the "
             "loss tracker records the loss times the loss scale; keep `loss` for the metric and differentiate a "
@@ -31,10 +42,10 @@ def make_custom_model(n_features=1):
 def make_custom_model(n_features=1):
     class CustomModel(keras.Model):
         def train_step(self, data):
-            x, y = data
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -42,11 +53,22 @@ def make_custom_model(n_features=1):
                 if metric.name == "loss":
                     metric.update_state(loss, sample_weight=tf.shape(x)[1])
                 else:
-                    metric.update_state(y, y_pred)
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
             return {m.name: m.result() for m in self.metrics}
 
     inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(${last})
     return CustomModel(inputs, outputs)
 ''', ("loss-not-weighted", "wrong-axis"), "`tf.shape(x)[1]` is the number of features, the same for every batch, "
             "so the epoch loss is a plain mean of batch losses; weight by the rows, `tf.shape(x)[0]`."),
@@ -54,10 +76,10 @@ def make_custom_model(n_features=1):
 def make_custom_model(n_features=1):
     class CustomModel(keras.Model):
         def train_step(self, data):
-            x, y = data
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = self.compute_loss(y, y_pred)
+                loss = self.compute_loss(y, y_pred, sample_weight=sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -65,22 +87,33 @@ def make_custom_model(n_features=1):
                 if metric.name == "loss":
                     metric.update_state(loss, sample_weight=tf.shape(x)[0])
                 else:
-                    metric.update_state(y, y_pred)
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
             return {m.name: m.result() for m in self.metrics}
 
     inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(${last})
     return CustomModel(inputs, outputs)
-''', "compute-loss-positional", "`self.compute_loss(y, y_pred)` binds `y` to `x` and `y_pred` to `y`, leaving "
-            "`y_pred` empty; call it with keywords, `self.compute_loss(x=x, y=y, y_pred=y_pred)`."),
+''', "compute-loss-positional", "`self.compute_loss(y, y_pred, sample_weight=sample_weight)` binds `y` to `x` and `y_pred` to `y`, leaving "
+            "`y_pred` empty; call it with keywords, `self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)`."),
         Fresh("the subclass defined but a plain keras.Model returned", '''
 def make_custom_model(n_features=1):
     class CustomModel(keras.Model):
         def train_step(self, data):
-            x, y = data
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+                loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
@@ -88,11 +121,22 @@ def make_custom_model(n_features=1):
                 if metric.name == "loss":
                     metric.update_state(loss, sample_weight=tf.shape(x)[0])
                 else:
-                    metric.update_state(y, y_pred)
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+            return {m.name: m.result() for m in self.metrics}
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
             return {m.name: m.result() for m in self.metrics}
 
     inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
+    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(${last})
     return keras.Model(inputs, outputs)
 ''', "no-train-step", "You return `keras.Model(inputs, outputs)`, so `fit` runs Keras's own step and your "
             "`CustomModel.train_step` never runs; return `CustomModel(inputs, outputs)`."),

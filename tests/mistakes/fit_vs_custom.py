@@ -40,110 +40,7 @@ _TRACKED_STEP = '''
 '''
 
 MISTAKES = {
-    "ex6_1_answer": [
-        Mistake("metrics never updated", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "forget to update the metrics"),
-        Mistake("returns the batch loss only", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            return {"loss": loss}
-''' + _BUILD, "forget to update the metrics"),
-        Mistake("gradients applied to the kernel only", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            kernel = self.trainable_variables[0]
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, [kernel])
-            self.optimizer.apply(grads, [kernel])
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss)
-                else:
-                    metric.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "The `bias` never changed"),
-        Mistake("hard-coded MSE instead of compute_loss", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss)
-                else:
-                    metric.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "self.compute_loss(x=x, y=y, y_pred=y_pred)"),
-        Mistake("the Keras 2 compiled_loss idiom", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compiled_loss(y, y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.compiled_metrics.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "Keras 2 `self.compiled_loss`"),
-        Mistake("only the loss metric updated", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.metrics[0].update_state(loss)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "forget to update the metrics"),
-        Mistake("forward pass outside the tape", '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            y_pred = self(x, training=True)
-            with tf.GradientTape() as tape:
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state(loss)
-                else:
-                    metric.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-''' + _BUILD, "Every gradient was `None`"),
-    ],
+    "ex6_1_answer": [],  # below, edits of the reference (_edited61)
     "ex6_4_answer": [
         Mistake("one optimizer used for both layers", '''
 def two_optimizer_step(model, opt_a, opt_b, x, y):
@@ -379,25 +276,6 @@ def make_tracked_model(n_features=1):
     ],
 }
 
-# Right only for equal batches or for float32 (issue 17 item 1): the first edition's step, and its halves.
-_STEP_61 = '''
-def make_custom_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-            grads = tape.gradient({target}, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for metric in self.metrics:
-                if metric.name == "loss":
-                    metric.update_state({update})
-                else:
-                    metric.update_state(y, y_pred)
-            return {{m.name: m.result() for m in self.metrics}}
-''' + _BUILD
-
 _STEP_62 = _TRACKED_INIT + '''
         @property
         def metrics(self):
@@ -416,25 +294,88 @@ _STEP_62 = _TRACKED_INIT + '''
 
 _SCALED, _WEIGHTED = "self.optimizer.scale_loss(loss)", "loss, sample_weight=tf.shape(x)[0]"
 _CAST = "tf.cast(y_pred, y.dtype)"
+def _edited61(train: tuple = (), test: tuple = ()) -> str:
+    """Exercise 6.1's reference with each (old, new) edit made in its `train_step` (`train`) or from its
+    `test_step` on (`test`); each edit must apply."""
+    head, _, tail = _reference_edited("6.1").partition("\n        def test_step")
+    tail = "\n        def test_step" + tail
+    for old, new in train:
+        assert old in head, old
+        head = head.replace(old, new)
+    for old, new in test:
+        assert old in tail, old
+        tail = tail.replace(old, new)
+    return head + tail
+
+
+_LOOP = '''            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss, sample_weight=tf.shape(x)[0])
+                else:
+                    metric.update_state(y, y_pred, sample_weight=sample_weight)
+'''
+_RETURN = "            return {m.name: m.result() for m in self.metrics}"
+_UNPACK = "x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)"
+_LOSS = "loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)"
+_APPLY_ALL = ("grads = tape.gradient(scaled_loss, self.trainable_variables)\n"
+              "            self.optimizer.apply(grads, self.trainable_variables)")
 MISTAKES["ex6_1_answer"] += [
+    Mistake("metrics never updated", _edited61(train=[(_LOOP, "")]), "forget to update the metrics"),
+    Mistake("returns the batch loss only", _edited61(train=[(_LOOP, ""), (_RETURN, '            return {"loss": loss}')]),
+            "forget to update the metrics"),
+    Mistake("gradients applied to the kernel only", _edited61(train=[(_APPLY_ALL, (
+        "kernel = self.trainable_variables[0]\n"
+        "            self.optimizer.apply(tape.gradient(scaled_loss, [kernel]), [kernel])"))]), "never changed during training"),
+    Mistake("hard-coded MSE instead of compute_loss",
+            _edited61(train=[(_LOSS, "loss = tf.reduce_mean(tf.square(y - y_pred))")]), "without the sample weights"),
+    Mistake("the Keras 2 compiled_loss idiom", _edited61(train=[
+        (_LOSS, "loss = self.compiled_loss(y, y_pred, sample_weight=sample_weight)"),
+        (_LOOP, "            self.compiled_metrics.update_state(y, y_pred, sample_weight=sample_weight)\n")]),
+            "Keras 2 `self.compiled_loss`"),
+    Mistake("only the loss metric updated", _edited61(train=[(_LOOP, (
+        "            self.metrics[0].update_state(loss, sample_weight=tf.shape(x)[0])\n"))]),
+            "forget to update the metrics"),
+    Mistake("forward pass outside the tape", _edited61(train=[(
+        "            with tf.GradientTape() as tape:\n                y_pred = self(x, training=True)\n",
+        "            y_pred = self(x, training=True)\n            with tf.GradientTape() as tape:\n")]),
+            "Every gradient was `None`"),
     Mistake("loss metric not weighted by batch size",
-            _STEP_61.format(target=_SCALED, update="loss"), "weights each batch's loss by its number of rows"),
+            _edited61(train=[("loss, sample_weight=tf.shape(x)[0]", "loss")], test=[("loss, sample_weight=tf.shape(x)[0]", "loss")]),
+            "weights each batch's loss by its number of rows"),
     Mistake("loss never scaled under mixed precision",
-            _STEP_61.format(target="loss", update=_WEIGHTED), "scale_loss"),
-    Mistake("the first edition's step (equal batches, float32 only)",
-            _STEP_61.format(target="loss", update="loss"), "sample_weight=tf.shape(x)[0]"),
-    Mistake("the second edition's step (`x, y = data`, given sample weights)",
-            _reference_edited("6.1", ("x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)",
-                                      "x, y = data"), (", sample_weight=sample_weight)", ")")),
+            _edited61(train=[("tape.gradient(scaled_loss", "tape.gradient(loss")]), "scale_loss"),
+    Mistake("section 3's step, `x, y = data`, given sample weights",
+            _edited61(train=[(_UNPACK, "x, y = data"), (", sample_weight=sample_weight)", ")")]),
             "unpack_x_y_sample_weight(data)"),
-    Mistake("sample weights unpacked but never used",
-            _reference_edited("6.1", ("y_pred=y_pred, sample_weight=sample_weight)", "y_pred=y_pred)")),
+    Mistake("sample weights unpacked but never given to the loss",
+            _edited61(train=[(_LOSS, "loss = self.compute_loss(x=x, y=y, y_pred=y_pred)")]),
             "without the sample weights"),
     # Right only eagerly: `fit` traces train_step into a graph, where a tensor has no value (the checker
     # fits the first case of each check that way, the others with run_eagerly=True).
     Mistake("a tensor's value read inside train_step",
-            _reference_edited("6.1", ("        return {m.name", "        print(float(loss))\n            return {m.name")),
+            _edited61(train=[(_RETURN, "            print(float(loss))\n" + _RETURN)]),
             "`TypeError: float() argument must be a string or a real number, not 'SymbolicTensor'`"),
+    Mistake("no test_step", _edited61(test=[("def test_step(self, data):", "def evaluate_step(self, data):")]),
+            "does not override `test_step`"),
+    Mistake("test_step unpacks `x, y = data`", _edited61(test=[(_UNPACK, "x, y = data"), (", sample_weight=sample_weight)", ")")]),
+            "hands `test_step`"),
+    Mistake("test_step copied from train_step, tape and update included",
+            _edited61(test=[("            y_pred = self(x, training=False)\n            " + _LOSS, (
+                "            with tf.GradientTape() as tape:\n"
+                "                y_pred = self(x, training=False)\n"
+                "                " + _LOSS + "\n"
+                "            self.optimizer.apply(tape.gradient(loss, self.trainable_variables), "
+                "self.trainable_variables)"))]), "your `test_step` trains"),
+    Mistake("test_step's loss without the weights",
+            _edited61(test=[(_LOSS, "loss = self.compute_loss(x=x, y=y, y_pred=y_pred)")]),
+            "pass them to `compute_loss`"),
+    Mistake("the loss tracker given the rows' weights",
+            _edited61(train=[("loss, sample_weight=tf.shape(x)[0]", "loss, sample_weight=sample_weight")]),
+            "one weight per row"),
+    Mistake("the compiled metrics not given the weights",
+            _edited61(train=[("y_pred, sample_weight=sample_weight)", "y_pred)")],
+                      test=[("y_pred, sample_weight=sample_weight)", "y_pred)")]),
+            "without the sample weights"),
 ]
 MISTAKES["ex6_2_answer"] += [
     Mistake("tracker not weighted by batch size",

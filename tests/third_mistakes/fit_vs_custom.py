@@ -29,6 +29,14 @@ _UPDATE_METRICS = '''
                     metric.update_state(y, y_pred, sample_weight=sample_weight)
             return {m.name: m.result() for m in self.metrics}'''
 
+# Exercise 6.1's `test_step`, right, after each of its mistaken `train_step`s.
+_TEST_STEP = '''
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)''' + _UPDATE_METRICS
+
 _TRACKER = '''
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -52,7 +60,7 @@ MISTAKES = {
             self.optimizer.apply(grads, self.trainable_variables)
             for metric in self.metrics:
                 metric.update_state(y, y_pred, sample_weight=sample_weight)
-            return {m.name: m.result() for m in self.metrics}'''),
+            return {m.name: m.result() for m in self.metrics}''' + _TEST_STEP),
             "`self.metrics` includes the loss tracker, a `Mean`, which must be fed the loss; given `(y, y_pred)` it "
             "averages the targets weighted by the predictions, so the reported loss is not the loss. Update the "
             "tracker named \"loss\" with `loss` (weighted by the rows) and the others with `(y, y_pred)`.",
@@ -66,7 +74,7 @@ MISTAKES = {
                 loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)''' + _UPDATE_METRICS),
+            self.optimizer.apply(grads, self.trainable_variables)''' + _UPDATE_METRICS + _TEST_STEP),
             "Taking only `data[0]` and `data[1]` throws away the weight per row that `fit` passes as a third "
             "element, so weighted losses and metrics differ from `fit`'s; unpack with "
             "`keras.utils.unpack_x_y_sample_weight(data)` and pass `sample_weight` on.",
@@ -78,7 +86,7 @@ MISTAKES = {
                 y_pred = self(x, training=True)
                 loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
             grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)''' + _UPDATE_METRICS),
+            self.optimizer.apply(grads, self.trainable_variables)''' + _UPDATE_METRICS + _TEST_STEP),
             "Under `mixed_float16` the optimizer is a `LossScaleOptimizer` that unscales the gradients it is "
             "given; differentiating the unscaled loss makes every step too small by the loss scale. Differentiate "
             "`self.optimizer.scale_loss(loss)`.", KERAS + "19479"),
@@ -91,7 +99,7 @@ MISTAKES = {
                 scaled_loss = self.optimizer.scale_loss(loss)
             grads = tape.gradient(scaled_loss, self.trainable_variables)
             self.optimizer.apply(grads, self.trainable_variables)
-            return {"loss": loss}'''),
+            return {"loss": loss}''' + _TEST_STEP),
             "Returning `{\"loss\": loss}` reports the last batch's loss, where `fit` reports the running mean of "
             "its metrics over the epoch (and the other metrics are never updated); update `self.metrics` and "
             "return their `result()`.", KERAS + "16836"),

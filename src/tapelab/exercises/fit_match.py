@@ -3,9 +3,10 @@ compile settings through both, then the history and the weights compared, and a 
 from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
 from __future__ import annotations
 
+import inspect
 import re
 from copy import deepcopy
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 import keras
@@ -18,103 +19,21 @@ from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.exercises.dtype_policies import dtype_policy
+from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, worked_example
 from tapelab.quiet import Quiet
 
-__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "worked_example"]
-
-EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
-# The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
-OWN_LOSSES = {"mse": ("squared", "tf.square"), "mae": ("absolute", "tf.abs")}
-
-
-def worked_example() -> tuple[np.ndarray, np.ndarray]:
-    """The notebook's deterministic problem: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
-    x = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
-    return x, 2 * x + 1
-
-
-@dataclass(frozen=True)
-class FitCase:
-    """Data and compile settings for one history comparison."""
-
-    rows: int = 4
-    features: int = 1
-    batch_size: int = 4
-    loss: str = "mse"
-    metrics: tuple[str, ...] = ()
-    seed: int = 0  # 0: the worked example
-    policy: str = "float32"  # or "mixed_float16": `compile` then wraps the optimizer in a LossScaleOptimizer
-    weighted: bool = False  # each row carries a sample weight, which `fit` hands to `train_step` with the batch
-
-    def data(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.seed == 0:
-            return worked_example()
-        rng = np.random.default_rng(self.seed)
-        x = rng.normal(size=(self.rows, self.features)).astype(np.float32)
-        w = rng.normal(size=(self.features, 1))
-        return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
-
-    def weights(self) -> np.ndarray | None:
-        """The rows' sample weights (between 0.25 and 2, none equal), or None for an unweighted case."""
-        return np.linspace(0.25, 2.0, self.rows, dtype=np.float32) if self.weighted else None
-
-    def batches(self) -> tf.data.Dataset:
-        """The data in batches of `batch_size`, in order, with the weights as a third element when weighted.
-        A dataset rather than arrays: under op determinism, `fit` on arrays whose last batch is partial
-        makes TensorFlow log a C++ line to stderr."""
-        weights = self.weights()
-        parts = self.data() if weights is None else (*self.data(), weights)
-        return tf.data.Dataset.from_tensor_slices(parts).batch(self.batch_size)
-
-    def loss_object(self) -> keras.losses.Loss:
-        """The compiled loss; a name with a word before it ("summed mse", "half mae") is a wrong loss a feedback
-        alternative fits with."""
-        word, _, name = self.loss.rpartition(" ")
-        kind = {"mse": keras.losses.MeanSquaredError, "huber": keras.losses.Huber,
-                "mae": keras.losses.MeanAbsoluteError}[name]
-        loss = kind(reduction="sum") if word == "summed" else kind()
-        factor = {"half": 0.5, "double": 2.0}.get(word)
-        return loss if factor is None else (lambda y, p: factor * loss(y, p))
-
-    def shown(self) -> str:
-        return f"n_features={self.features}"
-
-    def describe(self) -> str:
-        extra = f", metrics={list(self.metrics)}" if self.metrics else ""
-        if self.policy != "float32":
-            extra += f", under the {self.policy!r} dtype policy"
-        if self.weighted:
-            extra += ", with a sample weight per row"
-        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
-                f"loss={self.loss!r}{extra}")
-
-    @property
-    def steps(self) -> int:
-        """The number of batches in an epoch."""
-        return -(-self.rows // self.batch_size)
-
-    def fit(self, model: keras.Model, callbacks: tuple = ()) -> dict[str, list[float]]:
-        """`model.fit` on these batches, in order, for EPOCHS epochs; the history. The dataset is repeated and
-        each epoch is `steps` batches long: the same batches as fitting the dataset itself, but `fit` makes one
-        iterator for the whole run instead of one per epoch, which is much of a small fit's time."""
-        return model.fit(self.batches().repeat(), steps_per_epoch=self.steps, epochs=EPOCHS, verbose=0,
-                         shuffle=False, callbacks=list(callbacks)).history
-
-    @property
-    def last_rows(self) -> int:
-        """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
-        return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
-
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "weighted_failure", "worked_example"]
 
 class UnscaledStep(keras.Model):
     """A reference for one wrong step: it differentiates the loss without `optimizer.scale_loss`."""
 
     def train_step(self, data):
-        x, y = data
+        inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
-            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+            predicted = self(inputs, training=True)
+            loss = self.compute_loss(inputs, targets, predicted, weights)
         self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)
-        return {"loss": loss}
+        return self.compute_metrics(inputs, targets, predicted, weights)
 
 
 def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
@@ -129,15 +48,20 @@ def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = kera
 @lru_cache(maxsize=64)
 def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool):
     weights = [np.frombuffer(data, dtype).reshape(shape) for shape, dtype, data in weights]
-    inputs = keras.Input((case.features,))
-    model = model_class(inputs, keras.layers.Dense(1)(inputs))
+    model = case.model(model_class)
     model.set_weights(weights)
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(),
-                  metrics=list(case.metrics) or None, jit_compile=False, run_eagerly=run_eagerly)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                  jit_compile=False, run_eagerly=run_eagerly)
     starts: list[list[np.ndarray]] = []
     recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
     history = case.fit(model, (recorder,))
     return history, model.get_weights(), _replay(starts, case)
+
+
+def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    """The case's model on `x` with `weights`: [Dense(hidden, tanh) kernel and bias,] Dense(1) kernel and bias."""
+    *hidden, kernel, bias = weights
+    return (np.tanh(x @ hidden[0] + hidden[1]) if hidden else x) @ kernel + bias
 
 
 def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
@@ -150,7 +74,7 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
     loss = case.loss_object()
     mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
     for epoch in range(EPOCHS):
-        preds = [x[part] @ kernel + bias for part, (kernel, bias) in
+        preds = [_forward(start, x[part]) for part, start in
                  zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
         mean_pred.append(float(np.mean(np.concatenate(preds))))
         seen += [float(loss(y[part], pred) if weights is None else loss(y[part], pred, sample_weight=weights[part]))
@@ -158,8 +82,17 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
         last_loss.append(seen[-1])
         unweighted.append(float(np.mean(seen[-len(batches):])))
         running.append(float(np.mean(seen)))
-    return {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
-            "running mean": running}
+    found = {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
+             "running mean": running}
+    for name in case.metrics if weights is not None else ():  # each metric as a step that drops the weights reports it
+        metric = {"mae": keras.metrics.MeanAbsoluteError, "mse": keras.metrics.MeanSquaredError}[name]()
+        found[f"unweighted {name}"] = []
+        for epoch in range(EPOCHS):
+            metric.reset_state()
+            for part, start in zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)]):
+                metric.update_state(y[part], _forward(start, x[part]))
+            found[f"unweighted {name}"].append(float(metric.result()))
+    return found
 
 
 def _weights_taken(facts) -> str:
@@ -170,6 +103,34 @@ def _weights_taken(facts) -> str:
         return ("`fit` hands `train_step` `(x, y, sample_weight)`, and your step never takes out the third element. "
                 "Unpack all three with `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`.")
     return "your step does not give them to the loss."
+
+
+def weighted_failure(problem: Incorrect, case: FitCase, method: str, step: str, fn) -> None:
+    """Raise the cause of `problem`, an error of `method` ("fit", "evaluate") on a weighted case, when its text
+    and `fn`'s code prove one: `x, y = data` given three elements, or a loss tracker given the rows' weights."""
+    if not case.weighted:
+        return
+    text = str(problem)
+    if "too many values to unpack (expected 2)" in text:
+        also = " (`fit(..., class_weight=...)` does the same)" if method == "fit" else ""
+        raise Incorrect(f"{problem.observed or problem} Given sample weights, `{method}` hands `{step}` "
+                        f"`(x, y, sample_weight)`, so `x, y = data` fails{also}. Unpack with `x, y, sample_weight = "
+                        "keras.utils.unpack_x_y_sample_weight(data)`, which also works without weights.",
+                        cause="sample-weight-unpack") from None
+    if ("BroadcastTo" in text or "Incompatible shapes" in text) and re.search(
+            r"update_state\(\s*\w*loss\w*\s*,\s*sample_weight\s*=\s*(?!tf\.shape)\w", _source(fn)):
+        raise Incorrect(f"{problem.observed or problem} The loss is one number per batch, and that line gives its "
+                        "tracker one weight per row: the shapes do not broadcast. `fit` weights each batch's loss "
+                        "by its rows (the rows' weights are already inside the loss), so the tracker takes "
+                        "`sample_weight=tf.shape(x)[0]`; the other metrics take `sample_weight`.",
+                        cause="tracker-given-row-weights") from None
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
 
 
 class FitMatch(Exercise):
@@ -208,28 +169,25 @@ class FitMatch(Exercise):
             raise Incorrect(f"`{name}` returned a model whose class does not override `train_step`. "
                             "Did you define `def train_step(self, data):` inside your `keras.Model` subclass?",
                             cause="no-train-step")
-        shapes = [tuple(w.shape) for w in model.get_weights()]
-        if shapes != [(case.features, 1), (1,)]:
-            raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have one `Dense(1)` layer: "
-                            f"[{(case.features, 1)}, (1,)]. Did you build it on `keras.Input(({case.features},))`?")
+        shapes, want_shapes = [tuple(w.shape) for w in model.get_weights()], case.shapes()
+        if shapes != want_shapes:
+            raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have {case.layers()}: "
+                            f"{want_shapes}. Did you build it on `keras.Input(({case.features},))`"
+                            f"{' with the layers the task names' if case.hidden else ''}?")
         initial = model.get_weights()
         with Quiet():
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
-        model.compile(optimizer=keras.optimizers.SGD(0.1), metrics=list(case.metrics) or None, jit_compile=False,
+        model.compile(optimizer=keras.optimizers.SGD(0.1), **case.metric_options(), jit_compile=False,
                       run_eagerly=case != self._traced, **compiled)
         try:
             trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
-            if case.weighted and "too many values to unpack (expected 2)" in str(problem):
-                raise Incorrect(f"{problem.observed or problem} Given sample weights, `fit` hands `train_step` "
-                                "`(x, y, sample_weight)`, so `x, y = data` fails (`fit(..., class_weight=...)` "
-                                "does the same). Unpack with `x, y, sample_weight = "
-                                "keras.utils.unpack_x_y_sample_weight(data)`, which also works without weights.",
-                                cause="sample-weight-unpack") from None
+            weighted_failure(problem, case, "fit", "train_step", fn)
             raise
         history, logs = trained.value, trained.logs
         self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
+        return model
 
     def _compare(self, case, facts, history, logs, model, initial, expected, expected_weights, replay):
         where = f" (on {case.describe()})"
@@ -244,7 +202,7 @@ class FitMatch(Exercise):
         got_weights = model.get_weights()
         if case.policy == "mixed_float16" and not all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
             self._check_scaled(case, initial, expected_weights, got_weights, where)
-        names = ["kernel", "bias"]
+        names = ["hidden kernel", "hidden bias", "kernel", "bias"][-len(initial):]
         for wname, start, want, got in zip(names, initial, expected_weights, got_weights):
             if allclose(start, got) and not allclose(start, want):
                 raise Incorrect(f"The `{wname}` never changed during training{where}, but `fit` moves it to "
@@ -261,7 +219,7 @@ class FitMatch(Exercise):
                             f"{fits}{where}. Did you sum the squared errors over the batch "
                             "instead of taking their mean?", cause="sum-not-mean")
         (got_kernel, want_kernel), (got_bias, want_bias) = (fmt_pair(g, w, 1e-4, 1e-4) for g, w in
-                                                            zip(got_weights, expected_weights))
+                                                            zip(got_weights[-2:], expected_weights[-2:]))
         ends = (f"Your weights end at {got_kernel} and {got_bias}, but `fit` ends at {want_kernel} and "
                 f"{want_bias}{where}.")
         def weights_with(loss: str):
@@ -321,7 +279,7 @@ class FitMatch(Exercise):
             f"({2 ** 15} at first): take the gradient of `self.optimizer.scale_loss(loss)` inside the tape, "
             "or the weights barely move.")], "", 1e-4, 1e-4)
         if code:
-            got_kernel, want_kernel = fmt_pair(got_weights[0], expected_weights[0], 1e-4, 1e-4)
+            got_kernel, want_kernel = fmt_pair(got_weights[-2], expected_weights[-2], 1e-4, 1e-4)
             raise Incorrect(f"Your kernel ends at {got_kernel}, but `fit` ends at {want_kernel}{where}. {says}",
                             cause=code)
 
@@ -348,7 +306,10 @@ class FitMatch(Exercise):
                 raise Incorrect(shown + trains + " That is the Keras 2 `self.compiled_loss` idiom: in Keras 3 it "
                                 "reports the wrong number. Use `self.compute_loss(x=x, y=y, y_pred=y_pred)` (or your "
                                 "own loss) and update the loss metric with it.", cause="keras2-compiled-loss")
-            alternatives = () if key != "loss" else (
+            alternatives = (Alternative("metric without weights", replay[f"unweighted {key}"], "sample-weight-ignored",
+                                        "That is what the metric reports without the sample weights. Did you pass "
+                                        "them to its `update_state(y, y_pred, sample_weight=sample_weight)`?"),
+                            ) if f"unweighted {key}" in replay else () if key != "loss" else (
                 Alternative("mean prediction", replay["mean prediction"], "predictions-tracked",
                             "These are the mean predictions. Did you pass `y_pred` to the loss tracker's "
                             "`update_state` instead of the loss?"),

@@ -1,4 +1,4 @@
-"""Exercises of notebook 06_fit_vs_custom: a custom `train_step` that matches `fit`, two optimizers
+"""Exercises of notebook 06_fit_vs_custom: sample weights in a `train_step` and a `test_step`, two optimizers
 for two layers, clipping by global norm, fixing a Keras 2 step in the lower-level style, and (from
 `guarded_step`) a guarded step inside `tf.function`, and (from `evaluation`) a validation loop."""
 from __future__ import annotations

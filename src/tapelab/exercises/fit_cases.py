@@ -1,0 +1,115 @@
+"""The cases a custom `train_step` is fitted on against plain `fit` (exercises 6.1 and 6.2): data, sample weights,
+batches, the compiled loss and metrics, the dtype policy, and the model itself."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "worked_example"]
+
+EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
+# The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
+OWN_LOSSES = {"mse": ("squared", "tf.square"), "mae": ("absolute", "tf.abs")}
+
+
+def worked_example() -> tuple[np.ndarray, np.ndarray]:
+    """The notebook's deterministic problem: X = [1, 2, 3, 4] as a column, Y = 2X + 1."""
+    x = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+    return x, 2 * x + 1
+
+
+@dataclass(frozen=True)
+class FitCase:
+    """Data and compile settings for one history comparison."""
+
+    rows: int = 4
+    features: int = 1
+    batch_size: int = 4
+    loss: str = "mse"
+    metrics: tuple[str, ...] = ()
+    seed: int = 0  # 0: the worked example
+    policy: str = "float32"  # or "mixed_float16": `compile` then wraps the optimizer in a LossScaleOptimizer
+    weighted: bool = False  # each row carries a sample weight, which `fit` hands to `train_step` with the batch
+    hidden: int = 0  # the units of a Dense(hidden, tanh) before the Dense(1); 0: the Dense(1) alone
+
+    def data(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.seed == 0:
+            return worked_example()
+        rng = np.random.default_rng(self.seed)
+        x = rng.normal(size=(self.rows, self.features)).astype(np.float32)
+        w = rng.normal(size=(self.features, 1))
+        return x, (x @ w + 0.5 + 0.1 * rng.normal(size=(self.rows, 1))).astype(np.float32)
+
+    def weights(self) -> np.ndarray | None:
+        """The rows' sample weights (between 0.25 and 2, none equal), or None for an unweighted case."""
+        return np.linspace(0.25, 2.0, self.rows, dtype=np.float32) if self.weighted else None
+
+    def batches(self) -> tf.data.Dataset:
+        """The data in batches of `batch_size`, in order, with the weights as a third element when weighted.
+        A dataset rather than arrays: under op determinism, `fit` on arrays whose last batch is partial
+        makes TensorFlow log a C++ line to stderr."""
+        weights = self.weights()
+        parts = self.data() if weights is None else (*self.data(), weights)
+        return tf.data.Dataset.from_tensor_slices(parts).batch(self.batch_size)
+
+    def loss_object(self) -> keras.losses.Loss:
+        """The compiled loss; a name with a word before it ("summed mse", "half mae") is a wrong loss a feedback
+        alternative fits with."""
+        word, _, name = self.loss.rpartition(" ")
+        kind = {"mse": keras.losses.MeanSquaredError, "huber": keras.losses.Huber,
+                "mae": keras.losses.MeanAbsoluteError}[name]
+        loss = kind(reduction="sum") if word == "summed" else kind()
+        factor = {"half": 0.5, "double": 2.0}.get(word)
+        return loss if factor is None else (lambda y, p: factor * loss(y, p))
+
+    def model(self, model_class: type = keras.Model) -> keras.Model:
+        """The case's plain model, of `model_class`: a `Dense(hidden, activation="tanh")` first when `hidden`."""
+        inputs = keras.Input((self.features,))
+        hidden = keras.layers.Dense(self.hidden, activation="tanh")(inputs) if self.hidden else inputs
+        return model_class(inputs, keras.layers.Dense(1)(hidden))
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shapes of the model's weights, in order."""
+        dense = [(self.features, 1), (1,)]
+        return [(self.features, self.hidden), (self.hidden,), (self.hidden, 1), (1,)] if self.hidden else dense
+
+    def layers(self) -> str:
+        """The layers the student's model should have, in words."""
+        last = "`Dense(1)`"
+        return f"a `Dense({self.hidden}, activation=\"tanh\")` then a {last}" if self.hidden else f"one {last} layer"
+
+    def shown(self) -> str:
+        return f"n_features={self.features}"
+
+    def metric_options(self) -> dict:
+        """`compile`'s metrics, as `weighted_metrics`: plain `metrics` ignore sample weights."""
+        return {"weighted_metrics": list(self.metrics) or None}
+
+    def describe(self) -> str:
+        extra = "".join(f", {key}={value}" for key, value in self.metric_options().items() if value)
+        if self.policy != "float32":
+            extra += f", under the {self.policy!r} dtype policy"
+        if self.weighted:
+            extra += ", with a sample weight per row"
+        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
+                f"loss={self.loss!r}{extra}")
+
+    @property
+    def steps(self) -> int:
+        """The number of batches in an epoch."""
+        return -(-self.rows // self.batch_size)
+
+    def fit(self, model: keras.Model, callbacks: tuple = ()) -> dict[str, list[float]]:
+        """`model.fit` on these batches, in order, for EPOCHS epochs; the history. The dataset is repeated and
+        each epoch is `steps` batches long: the same batches as fitting the dataset itself, but `fit` makes one
+        iterator for the whole run instead of one per epoch, which is much of a small fit's time."""
+        return model.fit(self.batches().repeat(), steps_per_epoch=self.steps, epochs=EPOCHS, verbose=0,
+                         shuffle=False, callbacks=list(callbacks)).history
+
+    @property
+    def last_rows(self) -> int:
+        """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
+        return self.rows - (self.rows - 1) // self.batch_size * self.batch_size

@@ -1,0 +1,79 @@
+"""Checking a custom `test_step` against plain `evaluate` (Exercise 6.1): once the student's model trains as
+`fit` does, `evaluate` runs on it and on a plain compiled model with the same weights, on the same batches, and
+the results are compared; a wrong one is told apart from known wrong steps (the weights dropped, the last
+batch's numbers returned, a step that trains)."""
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from tapelab.checker.compare import agrees, allclose, fmt_pair
+from tapelab.checker.messages import Incorrect
+from tapelab.checker.wrong_answers import Alternative, because
+from tapelab.exercises.fit_cases import FitCase
+from tapelab.exercises.fit_match import weighted_failure
+from tapelab.quiet import Quiet
+
+__all__ = ["check_evaluate"]
+
+
+def _plain_evaluate(weights: list[np.ndarray], case: FitCase, batches) -> dict[str, float]:
+    """What a plain functional model with `weights`, compiled as the case says, reports from `evaluate`."""
+    model = case.model()
+    model.set_weights(weights)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(), jit_compile=False,
+                  run_eagerly=True)
+    with Quiet():
+        return {key: float(value) for key, value in model.evaluate(batches, verbose=0, return_dict=True).items()}
+
+
+def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
+    """Does the trained `model`'s own `test_step` make `evaluate` report what a plain model reports?"""
+    name = f"{exercise.answer}({case.shown()})"
+    if type(model).test_step is keras.Model.test_step:
+        raise Incorrect(f"Your model trains as `fit` does, but `{name}` returned a model whose class does not "
+                        "override `test_step`, so `evaluate` runs Keras's own. Define `def test_step(self, data):` "
+                        "in your class too.", cause="no-test-step")
+    where = f" (on {case.describe()})"
+    weights = model.get_weights()
+    # Eagerly: a traced `evaluate` adds to the retracing TensorFlow counts over every model's `fit` and `evaluate`,
+    # and the notebook's next `fit` would warn about it; `fit` has already traced this model's `train_step`.
+    model.run_eagerly = True
+    want = _plain_evaluate(weights, case, case.batches())
+    try:
+        got = exercise.run(lambda: model.evaluate(case.batches(), verbose=0, return_dict=True),
+                           f"Evaluating your trained model with `evaluate` ({case.describe()})").value
+    except Incorrect as problem:
+        weighted_failure(problem, case, "evaluate", "test_step", fn)
+        raise
+    if not all(np.array_equal(a, b) for a, b in zip(weights, model.get_weights())):
+        raise Incorrect(f"`evaluate` changed your model's weights{where}: your `test_step` trains. `evaluate` only "
+                        "measures: no tape, no `self.optimizer.apply`, and `self(x, training=False)`.",
+                        cause="evaluate-trains")
+    if sorted(got) != sorted(want):
+        raise Incorrect(f"`evaluate` returned the keys {sorted(got)}, but a plain model gives {sorted(want)}{where}. "
+                        "Does your `test_step` update every metric in `self.metrics` and return "
+                        "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
+    last = case.batches().skip(case.steps - 1)
+    unweighted = case.batches().map(lambda x, y, *_: (x, y)) if case.weighted else None
+    for key in sorted(want):
+        value = float(np.asarray(got[key]))
+        if agrees(want[key], value, 1e-4, 1e-4):
+            continue
+        got_text, want_text = fmt_pair(value, want[key], 1e-4, 1e-4)
+        alternatives = [Alternative("last batch", lambda: _plain_evaluate(weights, case, last)[key],
+                                    "batch-loss-reported",
+                                    "That is the value of the last batch alone. Did your `test_step` return the "
+                                    "batch's own number instead of the metrics' `result()`, the mean over every "
+                                    "batch `evaluate` ran?")] if case.steps > 1 else []
+        if unweighted is not None:
+            fed = ("to `compute_loss`" if key == "loss" else
+                   "to this metric's `update_state(y, y_pred, sample_weight=sample_weight)`")
+            alternatives.insert(0, Alternative(
+                "weights dropped", lambda: _plain_evaluate(weights, case, unweighted)[key], "sample-weight-ignored",
+                f"That is what `evaluate` reports without the sample weights: does your `test_step` pass them {fed}?"))
+        says, code = because(want[key], value, alternatives,
+                             "Does your `test_step` compute the loss as `train_step` does, and update each metric "
+                             "the same way?", 1e-4, 1e-4)
+        raise Incorrect(f"`evaluate` gives {key} = {got_text}, but a plain model with your weights gives {want_text}"
+                        f"{where}. Your model trains correctly, so the bug is in `test_step`. {says}", cause=code)
