@@ -419,6 +419,11 @@ _CATALOGUE = (
     # one gradient per example, notebook 04 (Exercise 4.1)
     Cause("forward-pass-per-example", "a tape and a forward pass per example where one recording of all is asked",
           "Record every example's loss once on one persistent tape, then ask it once per example."),
+    # 02_model_variables, Exercise 2.1 (gradient norms per trained layer)
+    Cause("frozen-included", "a frozen layer (`trainable = False`) counted among the layers an optimizer trains",
+          "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
+    Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
+          "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
