@@ -157,7 +157,8 @@ class LayerGradientNorms(Exercise):
                                 calls[0] if len(calls) == 1 else None)
         problem = wrong_value("layer_gradient_norms(...)", expected, got, alternatives,
                               "Is each value the measure of the gradients of `loss_fn(y, preds)` of "
-                              "`model(x, training=True)`, for that layer's trainable weights only?", _RTOL, _ATOL)
+                              "`model(x, training=True)`, taken over all of that layer's trainable weights together?",
+                              _RTOL, _ATOL)
         if problem:
             raise problem
 
