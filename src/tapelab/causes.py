@@ -429,6 +429,11 @@ _CATALOGUE = (
           "In `test_step` only predict with `training=False`, compute the loss and update the metrics."),
     Cause("tracker-given-row-weights", "the loss tracker given the rows' sample weights for the batch's one loss",
           "Update the loss tracker with `sample_weight=tf.shape(x)[0]`; the rows' weights go to the other metrics."),
+    # 02_model_variables, Exercise 2.1 (gradient norms per trained layer)
+    Cause("frozen-included", "a frozen layer (`trainable = False`) counted among the layers an optimizer trains",
+          "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
+    Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
+          "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

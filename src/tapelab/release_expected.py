@@ -132,10 +132,17 @@ def _leaves(value) -> list:
     return [leaf for item in value for leaf in _leaves(item)] if isinstance(value, list) else [value]
 
 
+def _nesting(value):
+    """The lists of `value` without their leaves: `[[k, b]]` and `[k, b]` hold the same leaves, nested otherwise."""
+    return [_nesting(item) for item in value] if isinstance(value, list) else None
+
+
 def same_within_rounding(fresh, stored) -> bool:
     """Are two encoded values (`encode`) the same value: the same structure, types, dtypes and shapes, and every
     number within `ROUNDING` of the stored one, relative to the largest number of the value (a gradient that
     cancels carries the rounding of its largest terms)?"""
+    if _nesting(decode(fresh)) != _nesting(decode(stored)):
+        return False
     a, b = _leaves(decode(fresh)), _leaves(decode(stored))
     if len(a) != len(b) or any(type(x) is not type(y) or np.shape(x) != np.shape(y)
                                or getattr(x, "dtype", None) != getattr(y, "dtype", None) for x, y in zip(a, b)):

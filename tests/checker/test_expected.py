@@ -100,6 +100,15 @@ def test_a_release_on_another_cpu_rewrites_only_values_that_changed(tmp_path):
         assert (tmp_path / HIDDEN / "02_x.json").read_bytes() == before[1]
 
 
+def test_a_value_nested_otherwise_is_not_the_same():
+    """Are the same arrays nested another way (one layer's list of two gradients against the two gradients) a
+    changed value, which a release rewrites?"""
+    pair = [np.float32([[-35.0]]), np.float32([-12.0])]
+    assert same_within_rounding(encode([pair]), encode([pair]))
+    assert not same_within_rounding(encode([pair]), encode(pair))
+    assert not same_within_rounding(encode([[pair[0]], [pair[1]]]), encode([pair]))
+
+
 def test_without_the_references_the_release_refuses_to_guess(monkeypatch):
     """Does a release without the answers distribution's references stop, saying what to install, rather than
     write stale or empty expected values?"""
@@ -329,13 +338,13 @@ def test_no_package_source_holds_a_reference_statement():
 def test_the_statement_scan_finds_a_renamed_copy(tmp_path):
     """Would the scan find a reference computation and a model answer copied with other names and layout, and
     a one-statement reference inside a longer function?"""
-    copied = textwrap.dedent(inspect.getsource(tapelab_answers.references.model_gradients))
+    copied = textwrap.dedent(inspect.getsource(tapelab_answers.references.layer_gradients))
     copied = copied.replace("preds", "out").replace("value", "total").replace("tape", "t")
     answer = SOLVED[0][1].reference.replace("loss", "cost").replace("\n    ", "\n        ")
     answer = answer.replace("def ", "class Planted:\n    def ", 1)
     inside = ("def losses(build, lr, data, n):\n    run = fresh(build, lr)\n"
               "    return [[float(run(a, b)) for a, b in data] for _ in range(n)]\n")
     found = _leaks({"copy.py": copied, "answer.py": answer, "inside.py": inside}, _reference_windows())
-    assert "copy.py holds statements of references.model_gradients" in found
+    assert "copy.py holds statements of references.layer_gradients" in found
     assert "inside.py holds statements of references.epoch_losses" in found  # a short one, in a longer body
     assert f"answer.py holds statements of {SOLVED[0][1].answer_id}" in found

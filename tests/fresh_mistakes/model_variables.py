@@ -3,40 +3,52 @@ from answers import Fresh
 
 MISTAKES = {
     "ex2_1_answer": [
-        Fresh("gradients negated to point downhill", '''
-def model_gradients(model, loss_fn, x, y):
+        Fresh("one gradient call per layer on a non-persistent tape", '''
+def layer_gradient_norms(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds)
-    grads = tape.gradient(loss, model.trainable_variables)
-    return [-g for g in grads]
-''', "sign-flipped", "You return `[-g for g in grads]`, the descent direction, not the gradient: the task asks for "
-            "the gradients themselves; the minus sign belongs in the update step, not here."),
-        Fresh("loss divided again by the batch size", '''
-def model_gradients(model, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds) / len(x)
-    return tape.gradient(loss, model.trainable_variables)
-''', "constant-factor", "A Keras loss already averages over the batch, so `${wt}loss_fn(y, preds) / len(x)` divides every "
-            "gradient by the batch size a second time; differentiate `${wt}loss_fn(y, preds)` as it is."),
-        Fresh("one gradient call per variable on a non-persistent tape", '''
-def model_gradients(model, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds)
-    return [tape.gradient(loss, v) for v in model.trainable_variables]
-''', "tape-used-twice", "Your list comprehension calls `tape.gradient` once per variable, but a non-persistent tape "
-            "allows one call: pass the whole list, `tape.gradient(loss, model.trainable_variables)`."),
+        loss = loss_fn(y, model(x, training=True))
+    norms = {}
+    for layer in model.layers:
+        if layer.trainable_weights:
+            g = tape.gradient(loss, layer.trainable_weights)
+            norms[layer.name] = ${measure_code}
+    return norms
+''', "tape-used-twice", "A non-persistent tape answers one `gradient` call, so the second layer's call raises; "
+            "ask once, with every trained layer's weights in one nest (a dict by layer name), or make the tape "
+            "persistent."),
         Fresh("model.predict inside the tape", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
         preds = model.predict(x, verbose=0)
-        loss = ${wt}loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
+        loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: ${measure_code} for name, g in grads.items()}
 ''', ("predict-in-tape", "numpy-in-path"), "`model.predict` returns a NumPy array (and runs in inference mode), so "
             "the tape records nothing from the weights to `loss` and every gradient is None; call "
             "`model(x, training=True)` inside the tape."),
+        Fresh("every layer's weights, the frozen layer's too", '''
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.weights]
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, {layer.name: layer.weights for layer in layers})
+    grads = {name: [t for t in g if t is not None] for name, g in grads.items()}
+    return {name: ${measure_code} for name, g in grads.items()}
+''', "frozen-included", "`layer.weights` still lists a frozen layer's kernel and bias, and the tape still "
+            "differentiates them, so the frozen layer gets an entry (dropping the `None` gradients of batch norm's "
+            "moving statistics hides the other symptom); take `layer.trainable_weights`, empty for a frozen layer, "
+            "and keep only the layers where it is not."),
+        Fresh("the measure without its last step", '''
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: ${measure_slip} for name, g in grads.items()}
+''', ("norm-without-sqrt", "missing-abs"), "The measure drops a step of its definition: the global norm is the "
+            "square root of the sum of squares, and the max and L1 norms take the absolute value of each entry first; "
+            "compute the measure the task defines."),
     ],
     "ex2_2_answer": [
         Fresh("variable moved before the velocity is updated", '''

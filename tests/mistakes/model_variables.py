@@ -4,48 +4,44 @@ from answers import Mistake
 MISTAKES = {
     "ex2_1_answer": [
         Mistake("loss computed outside the tape", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-    loss = ${wt}loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
+    loss = loss_fn(y, preds)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: ${measure_code} for name, g in grads.items()}
 ''', "compute `loss` inside the `with"),
-        Mistake("all variables, not the trainable ones", '''
-def model_gradients(model, loss_fn, x, y):
+        Mistake("the frozen layer kept", '''
+def layer_gradient_norms(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds)
-    return tape.gradient(loss, model.variables)
-''', "`model.trainable_variables`?"),
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in model.layers})
+    return {name: ${measure_code} for name, g in grads.items()}
+''', "a frozen layer (its `trainable` is False)"),
         Mistake("loss arguments swapped", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(preds, y)
-    return tape.gradient(loss, model.trainable_variables)
+        loss = loss_fn(model(x, training=True), y)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: ${measure_code} for name, g in grads.items()}
 ''', "`loss_fn(y, preds)`?"),
         Mistake("model called in inference mode", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
-        preds = model(x)
-        loss = ${wt}loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: ${measure_code} for name, g in grads.items()}
 ''', "training=True"),
-        Mistake("the loss returned instead of its gradients", '''
-def model_gradients(model, loss_fn, x, y):
+        Mistake("keyed by variable path", '''
+def layer_gradient_norms(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds)
-    grads = tape.gradient(loss, model.trainable_variables)
-    return loss
-''', "Did you return `loss` instead of"),
-        Mistake("the predictions differentiated", '''
-def model_gradients(model, loss_fn, x, y):
-    with tf.GradientTape() as tape:
-        preds = model(x, training=True)
-        loss = ${wt}loss_fn(y, preds)
-    return tape.gradient(preds, model.trainable_variables)
-''', "Did you pass `preds` to `tape.gradient` instead of `loss`?"),
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, {v.path: [v] for v in model.trainable_variables})
+    return {name: ${measure_code} for name, g in grads.items()}
+''', "one entry per trainable variable, keyed by its path"),
     ],
     "ex2_2_answer": [
         Mistake("rebinds instead of assigning", '''

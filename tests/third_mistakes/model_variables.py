@@ -6,39 +6,47 @@ TF = "https://github.com/tensorflow/tensorflow/issues/"
 MISTAKES = {
     "ex2_1_answer": [
         Reported("the model called without training=True", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
         preds = model(x)
         loss = loss_fn(y, preds)
-    return tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: float(tf.linalg.global_norm(g)) for name, g in grads.items()}
 ''', "Called without `training=True`, the `BatchNormalization` layer normalises with its moving statistics "
-            "instead of the batch's, so the gradients are those of another function; call `model(x, training=True)`.",
-            TF + "36936"),
+            "instead of the batch's, so the norms are those of another function's gradients; call "
+            "`model(x, training=True)`.", TF + "36936"),
         Reported("the loss arguments in the wrong order", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(preds, y)
-    return tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: float(tf.linalg.global_norm(g)) for name, g in grads.items()}
 ''', "Keras losses take `(y_true, y_pred)`; `loss_fn(preds, y)` computes another quantity for a loss that is "
-            "not symmetric, and its gradients differ. Write `loss_fn(y, preds)`.", TF + "38067"),
+            "not symmetric, and its gradients' norms differ. Write `loss_fn(y, preds)`.", TF + "38067"),
         Reported("layer losses added with add_n on a model that has none", '''
-def model_gradients(model, loss_fn, x, y):
+def layer_gradient_norms(model, loss_fn, x, y):
+    layers = [layer for layer in model.layers if layer.trainable_weights]
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + tf.add_n(model.losses)
-    return tape.gradient(loss, model.trainable_variables)
+    grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})
+    return {name: float(tf.linalg.global_norm(g)) for name, g in grads.items()}
 ''', "The task's loss is `loss_fn(y, preds)` alone; besides, `tf.add_n` of the empty list `model.losses` "
             "raises on a model without regularizers. Drop the added term.", TF + "33556"),
-        Reported("gradients of every variable, moving statistics included", '''
-def model_gradients(model, loss_fn, x, y):
+        Reported("every layer's weights, a frozen layer's and the moving statistics included", '''
+def layer_gradient_norms(model, loss_fn, x, y):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds)
-    return tape.gradient(loss, model.variables)
-''', "`model.variables` also holds the non-trainable moving mean and variance of `BatchNormalization`, whose "
-            "gradients are None, and the list no longer matches `model.trainable_variables`; differentiate "
-            "with respect to `model.trainable_variables`.", "https://github.com/tensorlayer/SRGAN/issues/143"),
+    grads = tape.gradient(loss, {layer.name: layer.weights for layer in model.layers})
+    return {name: float(tf.linalg.global_norm(g)) for name, g in grads.items()}
+''', "`layer.weights` is every weight of a layer: a frozen layer's too, whose gradient the tape still computes, "
+            "so the frozen layer gets an entry it should not have (and batch norm's moving statistics, whose "
+            "gradients are None). Take `layer.trainable_weights`, and keep only the layers where it is not empty.",
+            "https://github.com/tensorlayer/SRGAN/pull/162"),
     ],
     "ex2_2_answer": [
         Reported("the loop name rebound to a new tensor", '''

@@ -11,23 +11,20 @@ stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and
 """
 from __future__ import annotations
 
-__all__ = ["data_losses", "epoch_losses", "model_gradients", "train_steps", "two_optimizer_steps"]
+__all__ = ["data_losses", "epoch_losses", "layer_gradients", "train_steps", "two_optimizer_steps"]
 
 
-def model_gradients(model, loss_fn, x, y, training=True, swapped=False, target="loss", weight=1):
-    """Exercise 2.1: the gradients of the loss (times the variant's `weight`) for `model.trainable_variables`,
-    or of a named wrong answer: inference mode (`training=False`), swapped loss arguments, the predictions as
-    the target (`target="preds"`), or the loss value itself (`target="value"`)."""
+def layer_gradients(model, loss_fn, x, y, training=True, swapped=False):
+    """Exercise 2.1: for each layer of `model`, the gradients of the loss for those of its weights that have one (a
+    frozen layer's included, batch-norm moving statistics left out), or of a named wrong loss: inference mode
+    (`training=False`) or the loss's arguments swapped."""
     import tensorflow as tf
 
     with tf.GradientTape() as tape:
         preds = model(x, training=training)
         value = loss_fn(preds, y) if swapped else loss_fn(y, preds)
-        if weight != 1:  # the notebook's own loss runs no multiplication
-            value = weight * value
-    if target == "value":
-        return value.numpy()
-    return [g.numpy() for g in tape.gradient(preds if target == "preds" else value, model.trainable_variables)]
+    grads = tape.gradient(value, [layer.weights for layer in model.layers])
+    return [[g.numpy() for g in layer if g is not None] for layer in grads]
 
 
 def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True, max_norm=0,

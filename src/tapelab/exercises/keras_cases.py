@@ -29,15 +29,16 @@ def worked_example() -> tuple[tf.Tensor, tf.Tensor]:
     return x, 2.0 * x + 1.0
 
 
-def dense_model(n_in: int = 1, n_out: int = 1, regularizer: str = "") -> keras.Model:
-    """A zero-initialised Dense layer; `regularizer` "kernel" or "activity" adds a layer loss."""
+def dense_model(n_in: int = 1, n_out: int = 1, regularizer: str = "", name: str | None = None) -> keras.Model:
+    """A zero-initialised Dense layer; `regularizer` "kernel" or "activity" adds a layer loss; `name` names the layer
+    (Keras numbers it otherwise, from a count of every layer made so far)."""
     kwargs = {}
     if regularizer == "kernel":
         kwargs["kernel_regularizer"] = keras.regularizers.L2(0.1)
     elif regularizer == "activity":
         kwargs["activity_regularizer"] = keras.regularizers.L2(0.1)
     return keras.Sequential([keras.Input((n_in,)),
-                             keras.layers.Dense(n_out, kernel_initializer="zeros", **kwargs)])
+                             keras.layers.Dense(n_out, kernel_initializer="zeros", name=name, **kwargs)])
 
 
 def short_path(variable) -> str:
@@ -46,14 +47,16 @@ def short_path(variable) -> str:
     return f"{layer.rstrip('_0123456789')}/{name}"
 
 
-def bn_case(loss: str, seed: int):
-    """A Dense-BatchNorm-Dense model with seeded weights, a batch and targets suited to `loss`."""
+def bn_case(loss: str, seed: int, names: tuple = (None, None, None)):
+    """A Dense-BatchNorm-Dense model with seeded weights (its layers named `names`, where given), a batch and
+    targets suited to `loss`."""
     rng = np.random.default_rng(seed)
     activation = "sigmoid" if loss == "bce" else None
 
     def build() -> keras.Model:
-        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.BatchNormalization(),
-                                  keras.layers.Dense(1, activation=activation)])
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name=names[0]),
+                                  keras.layers.BatchNormalization(name=names[1]),
+                                  keras.layers.Dense(1, activation=activation, name=names[2])])
         weights = np.random.default_rng(seed + 1000)
         for v in model.variables:
             if "moving_variance" in v.path:

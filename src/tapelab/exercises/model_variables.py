@@ -1,5 +1,5 @@
-"""Exercises of notebook 02_model_variables: gradients for a Keras model's variables and a hand-written
-SGD step with momentum; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
+"""Exercises of notebook 02_model_variables: one gradient norm per trained layer of a Keras model and a
+hand-written SGD step with momentum; the custom training step with layer losses (2.3) lives in `tapelab.exercises.train_step`, the
 training loop over batches (2.4) in `tapelab.exercises.training_loop` and the compiled running mean (2.5) in
 `tapelab.exercises.compiled_state` and gradient accumulation (2.6) in `tapelab.exercises.accumulation`, the compiled warm-up (2.7) in
 `tapelab.exercises.warmup_step`, all re-exported here, so the notebook imports all seven from one place."""
@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
-from tapelab.checker.compare import agrees, all_close, to_numpy
+from tapelab.checker.compare import all_close, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, short_path, worked_example
 from tapelab.exercises.accumulation import ex2_6
@@ -20,21 +20,33 @@ from tapelab.exercises.train_step import ex2_3
 from tapelab.exercises.training_loop import ex2_4
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import none_feedback
-from tapelab.checker.variants import Space, term
+from tapelab.checker.variants import Space
 
 __all__ = ["ex2_1", "ex2_2", "ex2_3", "ex2_4", "ex2_5", "ex2_6", "ex2_7", "worked_example"]
 
 _RTOL, _ATOL = 1e-3, 1e-5
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 2.1: model_gradients(model, loss_fn, x, y)
+# Exercise 2.1: layer_gradient_norms(model, loss_fn, x, y), one gradient norm per trained layer
+
+_LAYER_NAMES = ("dense", "batch_normalization", "dense_1")  # the names a first model gets: every message reads alike
+
 
 def _gradient_case(spec):
+    """(build, loss name, x, y): the worked example, or the Dense-BatchNormalization-Dense model with the layer at
+    index `spec[3]` frozen (if given)."""
     if spec == "worked":
         x, y = worked_example()
-        return (lambda: dense_model()), "mse", x, y
-    _, loss, seed = spec
-    build, x, y = bn_case(loss, seed)
+        return (lambda: dense_model(name=_LAYER_NAMES[0])), "mse", x, y
+    _, loss, seed, *frozen = spec
+    made, x, y = bn_case(loss, seed, _LAYER_NAMES)
+
+    def build():
+        model = made()
+        for index in frozen:
+            model.layers[index].trainable = False
+        return model
+
     return build, loss, x, y
 
 
@@ -42,42 +54,65 @@ def _all_close(expected, got) -> bool:
     return all_close(expected, got, _RTOL, _ATOL)
 
 
-def _weighted_loss(values) -> str:
-    """How the task names the loss to differentiate: `loss_fn` itself, or the loss times its weight."""
-    if values["w"] == 1:
-        return "`loss_fn`"
-    return f"the weighted loss `{term(values['w'], 'loss_fn(y, preds)')}` (a loss weight, as Keras' `loss_weights` gives)"
+# The measure of a layer's gradients, by the variant's name: the task's words, the answer's code for the layer's
+# gradients `g`, and the measure of NumPy arrays, signed (for the wrong answer that forgets `abs`) or not.
+_MEASURES = {
+    "norm": ("the global L2 norm of its gradients (`tf.linalg.global_norm`: the square root of the sum of all their "
+             "squared entries)", "float(tf.linalg.global_norm(g))",
+             lambda gs, f: float(np.sqrt(sum(np.sum(np.square(a)) for a in gs)))),
+    "max": ("the largest absolute entry of its gradients (their max norm)",
+            "float(tf.reduce_max([tf.reduce_max(tf.abs(t)) for t in g]))",
+            lambda gs, f: float(max((np.max(f(a)) for a in gs), default=-np.inf))),
+    "l1": ("the sum of the absolute values of all its gradients' entries (their L1 norm)",
+           "float(sum(tf.reduce_sum(tf.abs(t)) for t in g))", lambda gs, f: float(sum(np.sum(f(a)) for a in gs))),
+}
 
 
-class ModelGradients(Exercise):
+# Each measure with the step a student is likeliest to drop (the square root, the absolute value): the variant's own
+# form of that wrong answer, for the catalogues of mistakes (tests/fresh_mistakes/), which are filled from the variant.
+_SLIPS = {"norm": "float(sum(tf.reduce_sum(t ** 2) for t in g))",
+          "max": "float(tf.reduce_max([tf.reduce_max(t) for t in g]))",
+          "l1": "float(sum(tf.reduce_sum(t) for t in g))"}
+
+
+def _measured(kind: str, grads, signed: bool = False) -> float:
+    return _MEASURES[kind][2](grads, (lambda a: a) if signed else np.abs)
+
+
+class LayerGradientNorms(Exercise):
     number = "2.1"
-    answer = "model_gradients"
-    # The loss's weight w: the gradients of w * loss_fn(y, preds) (1 in the notebook's text).
-    space = Space(default={"w": 1}, draws={"w": lambda rng: float(rng.choice([0.2, 0.5, 2, 3, 5]))},
-                  wording={"wt": lambda v: term(v["w"], ""), "loss_text": _weighted_loss})
-    statement = ("Write `model_gradients(model, loss_fn, x, y)` that returns the gradients of ${loss_text} on the "
-                 "batch `(x, y)` with respect to `model.trainable_variables`, as a list in that order. The test "
-                 "calls it on the worked example and on a model with a `BatchNormalization` layer and a loss that "
-                 "is not symmetric in its two arguments, so `training=True` and the order `loss_fn(y, preds)` both "
-                 "matter.")
-    visible_cases = ("worked", ("bn", "bce", 3))
-    praise = "one tape around the forward pass and the loss gave one gradient per trainable variable."
+    answer = "layer_gradient_norms"
+    # The measure of each layer's gradients: their global L2 norm in the notebook's text; their max or L1 norm drawn.
+    # Each answer's code runs on a layer with no gradients, so a wrong answer that keeps a frozen layer is named.
+    space = Space(default={"measure": "norm"}, draws={"measure": lambda rng: str(rng.choice(["max", "l1"]))},
+                  wording={"measure_text": lambda v: _MEASURES[v["measure"]][0],
+                           "measure_code": lambda v: _MEASURES[v["measure"]][1],
+                           "measure_slip": lambda v: _SLIPS[v["measure"]]})
+    statement = ("Write `layer_gradient_norms(model, loss_fn, x, y)` that returns a dict with one entry for each layer "
+                 "of `model` that has trainable weights (a frozen layer has none): the key is `layer.name`, the value "
+                 "is ${measure_text}, the gradients of `loss_fn(y, preds)` on the batch `(x, y)` with respect to that "
+                 "layer's trainable weights. The test uses the worked example and models with a `BatchNormalization` "
+                 "layer, one with a layer frozen, and losses not symmetric in their arguments, so `training=True` and "
+                 "`loss_fn(y, preds)` both matter.")
+    visible_cases = ("worked", ("bn", "bce", 3, 0))
+    praise = "one recording gave every trained layer's gradients, and each layer's measure of them."
     hints = (
-        "Open a tape, and inside it run the model and the loss: both must be recorded.",
-        "Inside the tape: `preds = model(x, training=True)` then `loss = ${wt}loss_fn(y, preds)` (targets first).",
+        "Record the forward pass and the loss once. `tape.gradient` accepts any nest of sources, a dict of lists "
+        "included, and answers in the same shape; `layer.trainable_weights` is empty for a frozen layer.",
+        "Keep `layers = [layer for layer in model.layers if layer.trainable_weights]`; after the tape, "
+        "`grads = tape.gradient(loss, {layer.name: layer.trainable_weights for layer in layers})`.",
     )
 
     def expectations(self, spec):
-        """The gradients of the correct loss, of its named variants, and the loss value itself."""
+        """Each layer's gradients (of the weights that have one, a frozen layer's included) for the correct loss,
+        and for its named wrong variants."""
         build, loss, x, y = _gradient_case(spec)
-        weight = self.variant["w"]
 
         def gradients(**variant):
-            return lambda refs: refs.model_gradients(build(), LOSSES[loss](), x, y, weight=weight, **variant)
+            return lambda refs: refs.layer_gradients(build(), LOSSES[loss](), x, y, **variant)
 
         return {"gradients": gradients(), "inference mode": gradients(training=False),
-                "swapped arguments": gradients(swapped=True), "gradients of preds": gradients(target="preds"),
-                "loss value": gradients(target="value")}
+                "swapped arguments": gradients(swapped=True)}
 
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
@@ -85,57 +120,79 @@ class ModelGradients(Exercise):
         shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
         got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value
-        want = self.expect(spec)
-        expected = want["gradients"]
-        names = [short_path(v) for v in model.trainable_variables]
+        want, kind = self.expect(spec), self.variant["measure"]
+        trained = [i for i, layer in enumerate(model.layers) if layer.trainable_weights]
+
+        def by_layer(grads, signed=False, layers=trained) -> dict:
+            return {model.layers[i].name: _measured(kind, grads[i], signed) for i in layers}
+
+        expected = by_layer(want["gradients"])
         if got is None:
-            raise Incorrect("`model_gradients` returned `None`. Did you forget to `return` the gradients?",
+            raise Incorrect("`layer_gradient_norms` returned `None`. Did you forget to `return` the dict?",
                             cause="no-return")
-        if not isinstance(got, (list, tuple)):
-            returned_loss = agrees(want["loss value"], got, _RTOL, _ATOL)
-            raise Incorrect(f"`model_gradients` returned a `{type(got).__name__}`, but should return a list "
-                            f"of {len(expected)} gradients, one per entry of `model.trainable_variables`."
-                            + (" It is the loss itself. Did you return `loss` instead of "
-                               "`tape.gradient(loss, model.trainable_variables)`?" if returned_loss else ""),
-                            cause="returned-value" if returned_loss else None)
-        n_all = len(model.variables)
-        if len(got) == n_all != len(expected):
-            raise Incorrect(
-                f"`model_gradients` returned {len(got)} gradients, one per entry of `model.variables`, "
-                f"but should return {len(expected)}. This model's `BatchNormalization` layer holds "
-                "non-trainable moving statistics. Did you differentiate with respect to "
-                "`model.trainable_variables`?", cause="all-variables")
-        if len(got) != len(expected):
-            raise Incorrect(f"`model_gradients` returned {len(got)} gradients, but `model.trainable_variables` "
-                            f"has {len(expected)} entries ({', '.join(names)}). Did you pass it as the sources?")
-        if all(g is None for g in got):
-            raise none_feedback("Every gradient is `None`.", facts, facts.returned_call())
-        alternatives = (
-            Alternative("inference mode", want.later("inference mode"),
-                        "inference-mode",
-                        "These are the gradients of the model in inference mode. This model has a "
-                        "`BatchNormalization` layer, which uses the batch's own statistics only while training. "
-                        "Did you call `model(x, training=True)`?"),
-            Alternative("loss_fn(preds, y)", want.later("swapped arguments"),
-                        "swapped-loss-arguments",
-                        f"These are the gradients of `loss_fn(preds, y)`. {type(LOSSES[loss]()).__name__} is not "
+        if not isinstance(got, dict):
+            raise Incorrect(f"`layer_gradient_norms` returned a `{type(got).__name__}`, but should return a dict "
+                            f"with the keys {sorted(expected)}, one per layer with trainable weights.")
+        _check_keys(model, expected, got)
+        alternatives = [
+            Alternative("inference mode", lambda: by_layer(want["inference mode"]), "inference-mode",
+                        "These are the values of the model in inference mode. This model has a `BatchNormalization` "
+                        "layer, which uses the batch's own statistics only while training. Did you call "
+                        "`model(x, training=True)`?"),
+            Alternative("loss_fn(preds, y)", lambda: by_layer(want["swapped arguments"]), "swapped-loss-arguments",
+                        f"These are the values for `loss_fn(preds, y)`. {type(LOSSES[loss]()).__name__} is not "
                         "symmetric, and Keras losses take the targets first. Did you write `loss_fn(y, preds)`?"),
-            Alternative("gradient of preds", want.later("gradients of preds"),
-                        "wrong-target",
-                        "These are the gradients of the predictions (of their sum), not of the loss. Did you pass "
-                        "`preds` to `tape.gradient` instead of `loss`?"),
-        )
-        weight = self.variant["w"]
-        if weight != 1:
-            alternatives += (Alternative("unweighted loss", [g / weight for g in expected], "constant-factor",
-                                         f"These are the gradients of `loss_fn(y, preds)` without its weight. The "
-                                         f"task asks for those of `{weight:g} * loss_fn(y, preds)`: multiply the "
-                                         "loss by its weight inside the tape, where the tape records it."),)
-        problem = wrong_value("model_gradients(...)", expected, list(got), alternatives,
-                              "Is each gradient in the order of `model.trainable_variables`, and is the loss "
-                              f"`{self.variant['wt']}loss_fn(y, preds)` of `model(x, training=True)`?", _RTOL, _ATOL)
+        ]
+        if kind == "norm":
+            alternatives.append(Alternative("sum of squares", {k: v * v for k, v in expected.items()},
+                                            "norm-without-sqrt", "Each value is the square of the layer's norm: "
+                                            "take the square root of the sum of squares."))
+        else:
+            alternatives.append(Alternative("signed", lambda: by_layer(want["gradients"], signed=True),
+                                            "missing-abs", "These are the values of the signed entries: take "
+                                            f"`tf.abs` of the gradients before the `{'reduce_max' if kind == 'max' else 'reduce_sum'}`."))
+        if all(_is_zero(v) for v in got.values()) and not all(v == 0 for v in expected.values()):
+            calls = facts.gradient_calls
+            raise none_feedback(f"Every value is 0, but they should be {_rounded(expected)}.", facts,
+                                calls[0] if len(calls) == 1 else None)
+        problem = wrong_value("layer_gradient_norms(...)", expected, got, alternatives,
+                              "Is each value the measure of the gradients of `loss_fn(y, preds)` of "
+                              "`model(x, training=True)`, taken over all of that layer's trainable weights together?",
+                              _RTOL, _ATOL)
         if problem:
             raise problem
+
+
+def _check_keys(model, expected: dict, got: dict) -> None:
+    """Raise Incorrect when `got` has other keys than `expected`: a frozen layer's, a variable's path, or others."""
+    extra, missing = sorted(set(got) - set(expected), key=str), sorted(set(expected) - set(got))
+    frozen = [layer.name for layer in model.layers if layer.weights and not layer.trainable]
+    if any(name in frozen for name in extra):
+        name = next(name for name in extra if name in frozen)
+        raise Incorrect(f"Your dict has an entry for `{name}`, a frozen layer (its `trainable` is False): an optimizer "
+                        f"never updates it, and `model.layers[{[l.name for l in model.layers].index(name)}]"
+                        ".trainable_weights` is empty. Keep only the layers with trainable weights.",
+                        cause="frozen-included")
+    if extra or missing:
+        paths = {v.path for v in model.trainable_variables}
+        per_variable = bool(extra) and set(got) == paths
+        if per_variable:
+            raise Incorrect(f"Your dict has one entry per trainable variable, keyed by its path, but should have the "
+                            f"keys {sorted(expected)}: one per layer with trainable weights, named by `layer.name`, "
+                            "with that layer's weights measured together.", cause="per-variable-not-per-layer")
+        raise Incorrect(f"Your dict has the keys {sorted(map(str, got))}, but should have {sorted(expected)}: one "
+                        "per layer with trainable weights, named by `layer.name`.")
+
+
+def _is_zero(value) -> bool:
+    try:
+        return bool(np.all(to_numpy(value) == 0))
+    except (TypeError, ValueError):
+        return False
+
+
+def _rounded(values: dict) -> str:
+    return "{" + ", ".join(f"{k!r}: {v:.4g}" for k, v in values.items()) + "}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,5 +335,5 @@ def _short_name(variable) -> str:
     return short_path(variable) if "/" in getattr(variable, "path", "") else variable.name.split(":")[0]
 
 
-ex2_1 = ModelGradients()
+ex2_1 = LayerGradientNorms()
 ex2_2 = ManualSgdStep()
