@@ -93,50 +93,52 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Fresh("returns the first derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    d2y_dx2 = outer.gradient(dy_dx, x)
-    return dy_dx
-''', "first-derivative", "Your tapes are right, but you return `dy_dx`, f'(x); return `d2y_dx2`, the outer "
-           "tape's gradient of it."),
-        Fresh("forward difference of tape slopes", '''
-def second_derivative(f, x):
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    d2f = outer.gradient(df_dx, a)
+    return df_dx
+''', "first-derivative", "Your tapes are right, but you return `df_dx`, the slope ∂f/∂x; return `d2f`, the outer "
+           "tape's derivative of it with respect to `a`."),
+        Fresh("forward difference of tape slopes in a", '''
+def mixed_partial(x, a):
     def slope(at):
-        at = tf.Variable(at)
+        xv = tf.Variable(x)
         with tf.GradientTape() as tape:
-            y = f(at)
-        return tape.gradient(y, at)
+            f = $c * at**2 * xv**3 + $k * tf.sin(at * xv)
+        return tape.gradient(f, xv)
 
     h = 1e-3
-    return (slope(x + h) - slope(x)) / h
-''', "forward-difference", "`(slope(x + h) - slope(x)) / h` is a one-sided finite difference of f', only an "
-           "approximation of f''(x) (biased by about h·f'''/2 and by float32 rounding); the exercise asks for the "
-           "exact value from two nested tapes."),
-        Fresh("watches the Python float", '''
-def second_derivative(f, x):
+    return (slope(a + h) - slope(a)) / h
+''', "forward-difference", "`(slope(a + h) - slope(a)) / h` is a one-sided finite difference of the slope in "
+           "`a`, only an approximation of ∂²f/∂a∂x (biased by about h times the next derivative and by float32 "
+           "rounding); the exercise asks for the exact value from two nested tapes."),
+        Fresh("watches the Python floats", '''
+def mixed_partial(x, a):
     with tf.GradientTape() as outer:
-        outer.watch(x)
+        outer.watch(a)
         with tf.GradientTape() as inner:
             inner.watch(x)
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', ("numpy-source", "not-watched"), "`x` is a Python float, and a tape can only watch a tensor; convert it "
-           "first, `x = tf.Variable(x)` (or `tf.constant(x)` watched by both tapes)."),
-        Fresh("first derivative converted to NumPy", '''
-def second_derivative(f, x):
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', ("numpy-source", "not-watched"), "`x` and `a` are Python floats, and a tape can only watch a tensor; "
+           "convert them first, `x = tf.Variable(x)` and `a = tf.Variable(a)`."),
+        Fresh("slope converted to NumPy", '''
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x).numpy()
-    return outer.gradient(dy_dx, x)
-''', "numpy-in-path", "Your `.numpy()` turns `dy_dx` into a NumPy number that no tape recorded, so the outer "
-           "tape cannot differentiate it; keep `dy_dx = inner.gradient(y, x)` a tensor."),
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x).numpy()
+    return outer.gradient(df_dx, a)
+''', "numpy-in-path", "Your `.numpy()` turns `df_dx` into a NumPy number that no tape recorded, so the outer "
+           "tape cannot differentiate it; keep `df_dx = inner.gradient(f, x)` a tensor."),
     ],
     "ex4_4_answer": [
         Fresh("symmetrised without halving", '''

@@ -131,70 +131,87 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Mistake("inner tape asked for the second derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-        d2y_dx2 = inner.gradient(dy_dx, x)
-    return d2y_dx2
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+        d2f = inner.gradient(df_dx, a)
+    return d2f
 ''', "even with `persistent=True`"),
         Mistake("persistent inner tape differentiates its own gradient", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape(persistent=True) as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return inner.gradient(dy_dx, x)
-''', "Did you mean `outer.gradient(dy_dx, x)`"),
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return inner.gradient(df_dx, a)
+''', "Did you mean `outer.gradient(df_dx, a)`"),
         Mistake("inner gradient called outside the outer with", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+    df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
 ''', "inside the outer `with` block"),
         Mistake("one persistent tape, first gradient after the block", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-    dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+    df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "Did you nest two tapes"),
-        Mistake("only the inner tape watches a constant", '''
-def second_derivative(f, x):
-    x = tf.constant(x)
+        Mistake("only the inner tape watches a constant parameter", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.constant(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "Did you call `outer.watch(x)`"),
-        Mistake("one persistent tape, first gradient inside the block", '''
-def second_derivative(f, x):
+            inner.watch(a)
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "Did you call `outer.watch(a)`"),
+        Mistake("outer tape differentiates with respect to x again", '''
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, x)
+''', "That is ∂²f/∂x²"),
+        Mistake("one persistent tape, first gradient inside the block", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "Did you nest two tapes"),
         Mistake("one persistent tape kept after the second derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    return tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    return tape.gradient(df_dx, a)
 ''', "drops its record by itself"),
     ],
     "ex4_4_answer": [

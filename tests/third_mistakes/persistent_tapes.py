@@ -96,48 +96,52 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Reported("the first gradient taken outside the outer tape", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "`inner.gradient` runs after the outer block closed, so the outer tape never recorded how `dy_dx` is "
-            "computed and the second derivative is None; indent that line into the outer block.", TF + "41510"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+    df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "`inner.gradient` runs after the outer block closed, so the outer tape never recorded how `df_dx` is "
+            "computed and the mixed derivative is None; indent that line into the outer block.", TF + "41510"),
         Reported("one persistent tape, gradient inside its block", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "The value is right, but the exercise asks for two nested tapes, one per order, not one persistent tape "
-            "that differentiates inside its own block: put an inner tape for `dy_dx` inside an outer one.",
+            "that differentiates inside its own block: put an inner tape for `df_dx` inside an outer one.",
             TF + "41510"),
-        Reported("a constant point never watched", '''
-def second_derivative(f, x):
-    x = tf.constant(x)
+        Reported("a constant parameter never watched", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.constant(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "`x` is a constant that neither tape watches, so the first derivative is already None; make it a "
-            "`tf.Variable` or watch it on both tapes.", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "`a` is a constant that the outer tape never watches, so its derivative of the slope is None; make `a` a "
+            "`tf.Variable` or call `outer.watch(a)`.", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
         Reported("watched on the outer tape only", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.constant(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "Each tape watches for itself: the inner tape never watched `x`, so `dy_dx` is None and so is the "
-            "second derivative; add `inner.watch(x)` too.", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "Each tape watches for itself: the inner tape never watched `x`, so the slope `df_dx` is None and so is "
+            "its derivative; add `inner.watch(x)` (or make `x` a `tf.Variable`).", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
     ],
     "ex4_4_answer": [
         Reported("the point made a constant, never watched", '''
