@@ -142,44 +142,48 @@ def mixed_partial(x, a):
     ],
     "ex4_4_answer": [
         Fresh("symmetrised without halving", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    H = outer.jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    H = outer.jacobian(g, w)
     return H + tf.transpose(H)  # make sure it is symmetric
-''', "constant-factor", "`outer.jacobian(g, x)` is already symmetric; your `H + tf.transpose(H)` doubles every "
+''', "constant-factor", "`outer.jacobian(g, w)` is already symmetric; your `H + tf.transpose(H)` doubles every "
            "entry. Return `H` (or `(H + tf.transpose(H)) / 2`)."),
         Fresh("row by row from an ordinary outer tape", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-        rows = [g[i] for i in range(x.shape[0])]
-    return tf.stack([outer.gradient(row, x) for row in rows])
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+        rows = [g[i] for i in range(w.shape[0])]
+    return tf.stack([outer.gradient(row, w) for row in rows])
 ''', "tape-used-twice", "Your list comprehension calls `outer.gradient` once per row, but an ordinary tape "
-           "answers one call only; the second raises. `outer.jacobian(g, x)` gives every row in one call."),
-        Fresh("f called on the array, not the variable", '''
-def hessian(f, x):
-    xv = tf.Variable(x)
+           "answers one call only; the second raises. `outer.jacobian(g, w)` gives every row in one call."),
+        Fresh("loss computed from the array, not the variable", '''
+def loss_hessian(w, X, y):
+    wv = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, xv)
-    return outer.jacobian(g, xv)
-''', ("not-connected", "unused-input"), "You made `xv = tf.Variable(x)` but call `f(x)` on the original array, "
-           "so `y` is not computed from `xv` and `g` is None; call `f(xv)`."),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, wv)
+    return outer.jacobian(g, wv)
+''', ("not-connected", "unused-input"), "You made `wv = tf.Variable(w)` but compute the loss from the original "
+           "array `w`, so `loss` is not computed from `wv` and `g` is None; compute the scores and the penalty "
+           "from `wv`."),
         Fresh("tf.hessians instead of nested tapes", '''
-def hessian(f, x):
-    x = tf.Variable(x)
-    y = f(x)
-    return tf.hessians(y, x)[0]
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
+    loss = tf.reduce_mean((tf.tanh(tf.linalg.matvec(X, w)) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    return tf.hessians(loss, w)[0]
 ''', ("no-tape", "no-tape-used"), "`tf.hessians` is built on `tf.gradients`, which works only in graph mode "
-           "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, x)`."),
+           "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, w)`."),
     ],
     "ex4_5_answer": [
         Fresh("the inner gradient returned", '''

@@ -216,56 +216,72 @@ def mixed_partial(x, a):
     ],
     "ex4_4_answer": [
         Mistake("persistent inner tape asked for the Hessian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape(persistent=True) as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return inner.jacobian(g, x)
-''', "Did you mean `outer.jacobian(g, x)`"),
-        Mistake("only the inner tape watches a constant", '''
-def hessian(f, x):
-    x = tf.constant(x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return inner.jacobian(g, w)
+''', "Did you mean `outer.jacobian(g, w)`"),
+        Mistake("only the inner tape watches constant weights", '''
+def loss_hessian(w, X, y):
+    w = tf.constant(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
+            inner.watch(w)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
 ''', "only `inner` watches it"),
         Mistake("gradient of the gradient instead of jacobian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.gradient(g, x)
-''', "Use `outer.jacobian(g, x)`"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.gradient(g, w)
+''', "Use `outer.jacobian(g, w)`"),
         Mistake("inner gradient called outside the outer with", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
 ''', "inside the outer `with` block"),
-        Mistake("jacobian of f itself", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+        Mistake("jacobian of the loss itself", '''
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
-        y = f(x)
-    return outer.jacobian(y, x)
-''', "That is the gradient of `f`"),
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    return outer.jacobian(loss, w)
+''', "That is the gradient of the loss"),
+        Mistake("penalty left out", '''
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
+''', "the penalty $lam·‖w‖²"),
         Mistake("one persistent tape for the Hessian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        g = tape.gradient(y, x)
-    h = tape.jacobian(g, x)
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = tape.gradient(loss, w)
+    h = tape.jacobian(g, w)
     del tape
     return h
 ''', "one per order of derivative"),

@@ -144,47 +144,51 @@ def mixed_partial(x, a):
             "its derivative; add `inner.watch(x)` (or make `x` a `tf.Variable`).", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
     ],
     "ex4_4_answer": [
-        Reported("the point made a constant, never watched", '''
-def hessian(f, x):
-    x = tf.constant(x)
+        Reported("the weights made a constant, never watched", '''
+def loss_hessian(w, X, y):
+    w = tf.constant(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
-''', "`tf.constant(x)` is not watched by either tape, so the gradient and the Hessian are None; use "
-            "`x = tf.Variable(x)` (or watch it on both tapes).", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
+''', "`tf.constant(w)` is not watched by either tape, so the gradient and the Hessian are None; use "
+            "`w = tf.Variable(w)` (or watch it on both tapes).", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
         Reported("the outer call is gradient, not jacobian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.gradient(g, x)
-''', "`outer.gradient(g, x)` differentiates the sum of the gradient's entries, giving the Hessian's row sums, "
-            "a vector of n; `outer.jacobian(g, x)` gives the n × n matrix.", TF + "38428"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.gradient(g, w)
+''', "`outer.gradient(g, w)` differentiates the sum of the gradient's entries, giving the Hessian's column sums, "
+            "a vector of n; `outer.jacobian(g, w)` gives the n × n matrix.", TF + "38428"),
         Reported("one persistent tape, gradient after its block", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-    g = tape.gradient(y, x)
-    h = tape.jacobian(g, x)
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+    g = tape.gradient(loss, w)
+    h = tape.jacobian(g, w)
     del tape
     return h
 ''', "The first gradient is computed after the block, so no tape records it, and its Jacobian is None; the "
             "exercise asks for nested tapes, the inner `gradient` inside the outer block.", TF + "45234"),
         Reported("batch_jacobian on a 1-D gradient", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.batch_jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.batch_jacobian(g, w)
 ''', "`batch_jacobian` treats the first axis as a batch of independent examples and needs rank-2 inputs; "
-            "`x` is one 1-D point, so use `outer.jacobian(g, x)`.", TF + "38428"),
+            "`w` is one 1-D vector of weights, so use `outer.jacobian(g, w)`.", TF + "38428"),
     ],
     "ex4_5_answer": [
         Reported("the second gradient of the whole gradient vector", '''

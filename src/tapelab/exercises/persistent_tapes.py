@@ -1,5 +1,5 @@
-"""Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape, releasing it,
-and Hessians from `jacobian` (4.3 lives in second_order.py, 4.5 in hessian_vector.py)."""
+"""Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape and releasing
+it (4.3 and 4.4, nested tapes, live in second_order.py, 4.5 in hessian_vector.py)."""
 from __future__ import annotations
 
 import ast
@@ -18,8 +18,8 @@ from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
 from tapelab.checker.variants import Space
 from tapelab.exercises.hessian_vector import ex4_5
-from tapelab.exercises.second_order import ex4_3
-from tapelab.exercises.nested_rule import INSIDE_WITH_LOG, NESTED_REMEDIES, require_nested_tapes
+from tapelab.exercises.second_order import ex4_3, ex4_4
+from tapelab.exercises.nested_rule import INSIDE_WITH_LOG
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4", "ex4_5"]
 
@@ -286,63 +286,5 @@ class TwoGradientsAndRelease(_TapeExercise):
                 "the function? `del tape` once you have the gradients.", cause="tape-not-released")
 
 
-# ---------------------------------------------------------------- 4.4 Hessian
-
-# name -> (f on a 1-D tensor with TensorFlow ops, its gradient with NumPy)
-_VECTOR_FUNCTIONS = {
-    "x0**2*x1 + x1**3": (lambda v: v[0] ** 2 * v[1] + v[1] ** 3,
-                         lambda v: np.array([2 * v[0] * v[1], v[0] ** 2 + 3 * v[1] ** 2])),
-    "sum(x**4)": (lambda v: tf.reduce_sum(v**4), lambda v: 4 * v**3),
-    "x0*x1*x2 + sum(x**2)": (lambda v: v[0] * v[1] * v[2] + tf.reduce_sum(v * v),
-                             lambda v: np.array([v[1] * v[2], v[0] * v[2], v[0] * v[1]]) + 2 * v),
-    "exp(x0*x1) + x2**3": (lambda v: tf.exp(v[0] * v[1]) + v[2] ** 3,
-                           lambda v: np.array([v[1] * np.exp(v[0] * v[1]), v[0] * np.exp(v[0] * v[1]),
-                                               3 * v[2] ** 2])),
-    "sin(x0)*cos(x1)": (lambda v: tf.sin(v[0]) * tf.cos(v[1]),
-                        lambda v: np.array([np.cos(v[0]) * np.cos(v[1]), -np.sin(v[0]) * np.sin(v[1])])),
-}
-
-
-def _hessian(grad, point: np.ndarray) -> np.ndarray:
-    """The Hessian as the Jacobian of the analytic gradient, by float64 central differences."""
-    return np.stack([numeric_gradient(lambda v, i=i: grad(v)[i], point) for i in range(point.size)])
-
-
-class Hessian(_TapeExercise):
-    number = "4.4"
-    remedies = NESTED_REMEDIES
-    answer = "hessian"
-    fixed_because = ("`hessian` is a procedure for any `f` and `x` it is given: two nested tapes and a `jacobian` "
-                     "hold no numbers of their own, so only the test's functions and points could change, not what "
-                     "you write.")
-    visible_cases = (("x0**2*x1 + x1**3", (1.0, 2.0)),)
-    praise = "`jacobian` of the gradient gave one row per component: the full Hessian."
-    hints = (
-        "Nest two tapes as for the second derivative; the outer one must differentiate a whole gradient "
-        "vector, not a scalar.",
-        "`outer.gradient(g, x)` would sum the components of `g` first; `outer.jacobian(g, x)` keeps one row "
-        "per component.",
-    )
-
-    def check_case(self, fn, case, facts):
-        name, point = case
-        f, grad = _VECTOR_FUNCTIONS[name]
-        p = np.array(point, np.float64)
-        shown = f"f={name}, x={fmt(p)}"
-        call = self.call(fn, f, np.array(point, np.float32), shown=shown)
-        got, expected = call.value, _hessian(grad, p)
-        if got is None:
-            raise none_feedback(f"`hessian({shown})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        problem = wrong_value(f"hessian({shown})", expected, got, [
-            Alternative("the gradient of the summed gradient", expected.sum(axis=0), "gradient-not-jacobian",
-                        "That is the gradient of the sum of the gradient's components. Did you call "
-                        "`outer.gradient`? Use `outer.jacobian(g, x)` to keep one row per component."),
-            Alternative("the gradient", grad(p), "first-derivative", "That is the gradient of `f`, not its Hessian.")])
-        if problem:
-            raise problem
-        require_nested_tapes(facts, call.logs)
-
-
 ex4_1 = PerExampleGradients()
 ex4_2 = TwoGradientsAndRelease()
-ex4_4 = Hessian()
