@@ -93,91 +93,97 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Fresh("returns the first derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    d2y_dx2 = outer.gradient(dy_dx, x)
-    return dy_dx
-''', "first-derivative", "Your tapes are right, but you return `dy_dx`, f'(x); return `d2y_dx2`, the outer "
-           "tape's gradient of it."),
-        Fresh("forward difference of tape slopes", '''
-def second_derivative(f, x):
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    d2f = outer.gradient(df_dx, a)
+    return df_dx
+''', "first-derivative", "Your tapes are right, but you return `df_dx`, the slope ∂f/∂x; return `d2f`, the outer "
+           "tape's derivative of it with respect to `a`."),
+        Fresh("forward difference of tape slopes in a", '''
+def mixed_partial(x, a):
     def slope(at):
-        at = tf.Variable(at)
+        xv = tf.Variable(x)
         with tf.GradientTape() as tape:
-            y = f(at)
-        return tape.gradient(y, at)
+            f = $c * at**2 * xv**3 + $k * tf.sin(at * xv)
+        return tape.gradient(f, xv)
 
     h = 1e-3
-    return (slope(x + h) - slope(x)) / h
-''', "forward-difference", "`(slope(x + h) - slope(x)) / h` is a one-sided finite difference of f', only an "
-           "approximation of f''(x) (biased by about h·f'''/2 and by float32 rounding); the exercise asks for the "
-           "exact value from two nested tapes."),
-        Fresh("watches the Python float", '''
-def second_derivative(f, x):
+    return (slope(a + h) - slope(a)) / h
+''', "forward-difference", "`(slope(a + h) - slope(a)) / h` is a one-sided finite difference of the slope in "
+           "`a`, only an approximation of ∂²f/∂a∂x (biased by about h times the next derivative and by float32 "
+           "rounding); the exercise asks for the exact value from two nested tapes."),
+        Fresh("watches the Python floats", '''
+def mixed_partial(x, a):
     with tf.GradientTape() as outer:
-        outer.watch(x)
+        outer.watch(a)
         with tf.GradientTape() as inner:
             inner.watch(x)
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', ("numpy-source", "not-watched"), "`x` is a Python float, and a tape can only watch a tensor; convert it "
-           "first, `x = tf.Variable(x)` (or `tf.constant(x)` watched by both tapes)."),
-        Fresh("first derivative converted to NumPy", '''
-def second_derivative(f, x):
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', ("numpy-source", "not-watched"), "`x` and `a` are Python floats, and a tape can only watch a tensor; "
+           "convert them first, `x = tf.Variable(x)` and `a = tf.Variable(a)`."),
+        Fresh("slope converted to NumPy", '''
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x).numpy()
-    return outer.gradient(dy_dx, x)
-''', "numpy-in-path", "Your `.numpy()` turns `dy_dx` into a NumPy number that no tape recorded, so the outer "
-           "tape cannot differentiate it; keep `dy_dx = inner.gradient(y, x)` a tensor."),
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x).numpy()
+    return outer.gradient(df_dx, a)
+''', "numpy-in-path", "Your `.numpy()` turns `df_dx` into a NumPy number that no tape recorded, so the outer "
+           "tape cannot differentiate it; keep `df_dx = inner.gradient(f, x)` a tensor."),
     ],
     "ex4_4_answer": [
         Fresh("symmetrised without halving", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    H = outer.jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    H = outer.jacobian(g, w)
     return H + tf.transpose(H)  # make sure it is symmetric
-''', "constant-factor", "`outer.jacobian(g, x)` is already symmetric; your `H + tf.transpose(H)` doubles every "
+''', "constant-factor", "`outer.jacobian(g, w)` is already symmetric; your `H + tf.transpose(H)` doubles every "
            "entry. Return `H` (or `(H + tf.transpose(H)) / 2`)."),
         Fresh("row by row from an ordinary outer tape", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-        rows = [g[i] for i in range(x.shape[0])]
-    return tf.stack([outer.gradient(row, x) for row in rows])
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+        rows = [g[i] for i in range(w.shape[0])]
+    return tf.stack([outer.gradient(row, w) for row in rows])
 ''', "tape-used-twice", "Your list comprehension calls `outer.gradient` once per row, but an ordinary tape "
-           "answers one call only; the second raises. `outer.jacobian(g, x)` gives every row in one call."),
-        Fresh("f called on the array, not the variable", '''
-def hessian(f, x):
-    xv = tf.Variable(x)
+           "answers one call only; the second raises. `outer.jacobian(g, w)` gives every row in one call."),
+        Fresh("loss computed from the array, not the variable", '''
+def loss_hessian(w, X, y):
+    wv = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, xv)
-    return outer.jacobian(g, xv)
-''', ("not-connected", "unused-input"), "You made `xv = tf.Variable(x)` but call `f(x)` on the original array, "
-           "so `y` is not computed from `xv` and `g` is None; call `f(xv)`."),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, wv)
+    return outer.jacobian(g, wv)
+''', ("not-connected", "unused-input"), "You made `wv = tf.Variable(w)` but compute the loss from the original "
+           "array `w`, so `loss` is not computed from `wv` and `g` is None; compute the scores and the penalty "
+           "from `wv`."),
         Fresh("tf.hessians instead of nested tapes", '''
-def hessian(f, x):
-    x = tf.Variable(x)
-    y = f(x)
-    return tf.hessians(y, x)[0]
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
+    loss = tf.reduce_mean((tf.tanh(tf.linalg.matvec(X, w)) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    return tf.hessians(loss, w)[0]
 ''', ("no-tape", "no-tape-used"), "`tf.hessians` is built on `tf.gradients`, which works only in graph mode "
-           "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, x)`."),
+           "and raises in eager code; nest two `tf.GradientTape`s and return `outer.jacobian(g, w)`."),
     ],
     "ex4_5_answer": [
         Fresh("the inner gradient returned", '''

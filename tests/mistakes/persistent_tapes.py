@@ -131,124 +131,157 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Mistake("inner tape asked for the second derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-        d2y_dx2 = inner.gradient(dy_dx, x)
-    return d2y_dx2
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+        d2f = inner.gradient(df_dx, a)
+    return d2f
 ''', "even with `persistent=True`"),
         Mistake("persistent inner tape differentiates its own gradient", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape(persistent=True) as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return inner.gradient(dy_dx, x)
-''', "Did you mean `outer.gradient(dy_dx, x)`"),
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return inner.gradient(df_dx, a)
+''', "Did you mean `outer.gradient(df_dx, a)`"),
         Mistake("inner gradient called outside the outer with", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+    df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
 ''', "inside the outer `with` block"),
         Mistake("one persistent tape, first gradient after the block", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-    dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+    df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "Did you nest two tapes"),
-        Mistake("only the inner tape watches a constant", '''
-def second_derivative(f, x):
-    x = tf.constant(x)
+        Mistake("only the inner tape watches a constant parameter", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.constant(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "Did you call `outer.watch(x)`"),
-        Mistake("one persistent tape, first gradient inside the block", '''
-def second_derivative(f, x):
+            inner.watch(a)
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "Did you call `outer.watch(a)`"),
+        Mistake("outer tape differentiates with respect to x again", '''
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, x)
+''', "That is ∂²f/∂x²"),
+        Mistake("one persistent tape, first gradient inside the block", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "Did you nest two tapes"),
         Mistake("one persistent tape kept after the second derivative", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    return tape.gradient(dy_dx, x)
+        f = $c * a**2 * x**3 + $k * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    return tape.gradient(df_dx, a)
 ''', "drops its record by itself"),
     ],
     "ex4_4_answer": [
         Mistake("persistent inner tape asked for the Hessian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape(persistent=True) as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return inner.jacobian(g, x)
-''', "Did you mean `outer.jacobian(g, x)`"),
-        Mistake("only the inner tape watches a constant", '''
-def hessian(f, x):
-    x = tf.constant(x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return inner.jacobian(g, w)
+''', "Did you mean `outer.jacobian(g, w)`"),
+        Mistake("only the inner tape watches constant weights", '''
+def loss_hessian(w, X, y):
+    w = tf.constant(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
+            inner.watch(w)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
 ''', "only `inner` watches it"),
         Mistake("gradient of the gradient instead of jacobian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.gradient(g, x)
-''', "Use `outer.jacobian(g, x)`"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.gradient(g, w)
+''', "Use `outer.jacobian(g, w)`"),
         Mistake("inner gradient called outside the outer with", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
 ''', "inside the outer `with` block"),
-        Mistake("jacobian of f itself", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+        Mistake("jacobian of the loss itself", '''
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
-        y = f(x)
-    return outer.jacobian(y, x)
-''', "That is the gradient of `f`"),
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+    return outer.jacobian(loss, w)
+''', "That is the gradient of the loss"),
+        Mistake("penalty left out", '''
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
+    with tf.GradientTape() as outer:
+        with tf.GradientTape() as inner:
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
+''', "the penalty $lam·‖w‖²"),
         Mistake("one persistent tape for the Hessian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        g = tape.gradient(y, x)
-    h = tape.jacobian(g, x)
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + $lam * tf.reduce_sum(w**2)
+        g = tape.gradient(loss, w)
+    h = tape.jacobian(g, w)
     del tape
     return h
 ''', "one per order of derivative"),

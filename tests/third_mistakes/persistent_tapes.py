@@ -96,91 +96,99 @@ def two_gradients_and_release(f, x, lr):
     ],
     "ex4_3_answer": [
         Reported("the first gradient taken outside the outer tape", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-    dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "`inner.gradient` runs after the outer block closed, so the outer tape never recorded how `dy_dx` is "
-            "computed and the second derivative is None; indent that line into the outer block.", TF + "41510"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+    df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "`inner.gradient` runs after the outer block closed, so the outer tape never recorded how `df_dx` is "
+            "computed and the mixed derivative is None; indent that line into the outer block.", TF + "41510"),
         Reported("one persistent tape, gradient inside its block", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.Variable(x)
+    a = tf.Variable(a)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-        dy_dx = tape.gradient(y, x)
-    d2y_dx2 = tape.gradient(dy_dx, x)
+        f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = tape.gradient(f, x)
+    d2f = tape.gradient(df_dx, a)
     del tape
-    return d2y_dx2
+    return d2f
 ''', "The value is right, but the exercise asks for two nested tapes, one per order, not one persistent tape "
-            "that differentiates inside its own block: put an inner tape for `dy_dx` inside an outer one.",
+            "that differentiates inside its own block: put an inner tape for `df_dx` inside an outer one.",
             TF + "41510"),
-        Reported("a constant point never watched", '''
-def second_derivative(f, x):
-    x = tf.constant(x)
+        Reported("a constant parameter never watched", '''
+def mixed_partial(x, a):
+    x = tf.Variable(x)
+    a = tf.constant(a)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "`x` is a constant that neither tape watches, so the first derivative is already None; make it a "
-            "`tf.Variable` or watch it on both tapes.", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "`a` is a constant that the outer tape never watches, so its derivative of the slope is None; make `a` a "
+            "`tf.Variable` or call `outer.watch(a)`.", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
         Reported("watched on the outer tape only", '''
-def second_derivative(f, x):
+def mixed_partial(x, a):
     x = tf.constant(x)
+    a = tf.Variable(a)
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
-            y = f(x)
-        dy_dx = inner.gradient(y, x)
-    return outer.gradient(dy_dx, x)
-''', "Each tape watches for itself: the inner tape never watched `x`, so `dy_dx` is None and so is the "
-            "second derivative; add `inner.watch(x)` too.", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
+            f = 2 * a**2 * x**3 + 3 * tf.sin(a * x)
+        df_dx = inner.gradient(f, x)
+    return outer.gradient(df_dx, a)
+''', "Each tape watches for itself: the inner tape never watched `x`, so the slope `df_dx` is None and so is "
+            "its derivative; add `inner.watch(x)` (or make `x` a `tf.Variable`).", "https://github.com/vast-community-hub/tensorflow-vast/issues/14"),
     ],
     "ex4_4_answer": [
-        Reported("the point made a constant, never watched", '''
-def hessian(f, x):
-    x = tf.constant(x)
+        Reported("the weights made a constant, never watched", '''
+def loss_hessian(w, X, y):
+    w = tf.constant(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.jacobian(g, x)
-''', "`tf.constant(x)` is not watched by either tape, so the gradient and the Hessian are None; use "
-            "`x = tf.Variable(x)` (or watch it on both tapes).", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.jacobian(g, w)
+''', "`tf.constant(w)` is not watched by either tape, so the gradient and the Hessian are None; use "
+            "`w = tf.Variable(w)` (or watch it on both tapes).", "https://github.com/fchollet/deep-learning-with-python-notebooks/pull/284"),
         Reported("the outer call is gradient, not jacobian", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.gradient(g, x)
-''', "`outer.gradient(g, x)` differentiates the sum of the gradient's entries, giving the Hessian's row sums, "
-            "a vector of n; `outer.jacobian(g, x)` gives the n × n matrix.", TF + "38428"),
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.gradient(g, w)
+''', "`outer.gradient(g, w)` differentiates the sum of the gradient's entries, giving the Hessian's column sums, "
+            "a vector of n; `outer.jacobian(g, w)` gives the n × n matrix.", TF + "38428"),
         Reported("one persistent tape, gradient after its block", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape(persistent=True) as tape:
-        y = f(x)
-    g = tape.gradient(y, x)
-    h = tape.jacobian(g, x)
+        scores = tf.linalg.matvec(X, w)
+        loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+    g = tape.gradient(loss, w)
+    h = tape.jacobian(g, w)
     del tape
     return h
 ''', "The first gradient is computed after the block, so no tape records it, and its Jacobian is None; the "
             "exercise asks for nested tapes, the inner `gradient` inside the outer block.", TF + "45234"),
         Reported("batch_jacobian on a 1-D gradient", '''
-def hessian(f, x):
-    x = tf.Variable(x)
+def loss_hessian(w, X, y):
+    w = tf.Variable(w)
     with tf.GradientTape() as outer:
         with tf.GradientTape() as inner:
-            y = f(x)
-        g = inner.gradient(y, x)
-    return outer.batch_jacobian(g, x)
+            scores = tf.linalg.matvec(X, w)
+            loss = tf.reduce_mean((tf.tanh(scores) - y) ** 2) + 0.1 * tf.reduce_sum(w**2)
+        g = inner.gradient(loss, w)
+    return outer.batch_jacobian(g, w)
 ''', "`batch_jacobian` treats the first axis as a batch of independent examples and needs rank-2 inputs; "
-            "`x` is one 1-D point, so use `outer.jacobian(g, x)`.", TF + "38428"),
+            "`w` is one 1-D vector of weights, so use `outer.jacobian(g, w)`.", TF + "38428"),
     ],
     "ex4_5_answer": [
         Reported("the second gradient of the whole gradient vector", '''

@@ -307,9 +307,10 @@ def _numpy_reached_tape(facts: CodeFacts, text: str) -> Explanation:
         numpy_on_path = next((a for a in facts.assignments if a.made_by == "numpy" and set(a.names) & up
                               and (tape is None or tape.contains(a.line))), None)
         if numpy_on_path is not None:
+            fix = ("Keep the value a tensor: leave out `.numpy()`." if numpy_on_path.call.endswith(".numpy()") else
+                   "Did you use the `tf.` operation inside the `with` block?")
             return Explanation(f"`{numpy_on_path.call}` turned a value on the path to `{call.target}` into NumPy, and "
-                               "`tape.gradient` needs tensors. Did you use the `tf.` operation inside the `with` block?",
-                               "numpy-in-path")
+                               f"`tape.gradient` needs tensors. {fix}", "numpy-in-path")
         source = _origin(facts, call.source, call.line) if len(call.sources) == 1 else None
         if source is not None and source.made_by == "numpy":
             return Explanation(f"The source `{call.source}` is a NumPy array (`{source.call}`), which the tape cannot "

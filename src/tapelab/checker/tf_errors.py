@@ -211,8 +211,10 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
     if found and line is not None and ".watch(" in line.text:
         kind = found.group(1)
         what = "a Python number" if kind in ("float", "int") else f"a NumPy `{kind}`"
+        watched = re.search(r"\.watch\(\s*([A-Za-z_]\w*)\s*\)", line.text)  # the name the line watches
+        name = watched.group(1) if watched else "x"
         return Explanation(f"`watch` got {what}, and a tape watches only tensors and variables. Convert it first, "
-                           "`x = tf.constant(x)`, then watch and compute from that tensor.", "numpy-source")
+                           f"`{name} = tf.constant({name})`, then watch and compute from that tensor.", "numpy-source")
     if "with `tf.Variable`s is not supported" in text:
         return Explanation("`-=` (and `+=`) would rebind the name to a new tensor, which TensorFlow refuses for a "
                            "variable. Update it in place: `x.assign_sub(step)`.", "replaced-by-tensor")

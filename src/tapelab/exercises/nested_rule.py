@@ -15,9 +15,17 @@ NESTED_REMEDIES = {"persistent": (
 
 
 def require_nested_tapes(facts, logs: list[str]) -> None:
-    """Raise when one tape (or, without source, TensorFlow's warning) shows the value came from one persistent tape."""
+    """Raise when the source shows no nested tapes: with one persistent tape (or, without source, TensorFlow's
+    warning) the value came from that tape; otherwise only the missing nesting is stated."""
+    persistent = (any(t.persistent for t in facts.tape_blocks) if facts.found
+                  else any(INSIDE_WITH_LOG in line for line in logs))
+    if facts.found and not facts.nested() and not persistent:
+        raise Incorrect(
+            "Your value is right, but your code does not open one tape inside another. The rule of Exercises 4.3 to "
+            "4.5 is two nested tapes, one per order of derivative: an inner one for the first derivative, called "
+            "inside the `with` block of an outer one, which differentiates it again.", cause="not-from-tape")
     one_tape = facts.found and facts.tapes < 2
-    if one_tape or (not facts.found and any(INSIDE_WITH_LOG in line for line in logs)):
+    if one_tape or (not facts.found and persistent):
         raise Incorrect(
             "Your value is right: one persistent tape that calls `gradient` inside its own block computes it too "
             "(the one case TensorFlow's efficiency warning allows), and it needs the same intermediates at its "

@@ -1,5 +1,5 @@
-"""Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape, releasing it,
-second derivatives from nested tapes, and Hessians from `jacobian`."""
+"""Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape and releasing
+it (4.3 and 4.4, nested tapes, live in second_order.py, 4.5 in hessian_vector.py)."""
 from __future__ import annotations
 
 import ast
@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.differential import combination, one_sided
+from tapelab.checker.differential import combination
 from tapelab.checker.wrong_answers import Alternative, arrangement, swapped_item, wrong_value
 from tapelab.checker.compare import agrees, fmt, mismatch
 from tapelab.checker.exercise import Exercise
@@ -18,7 +18,8 @@ from tapelab.checker.explanations import none_feedback
 from tapelab.checker.oracle import numeric_gradient
 from tapelab.checker.variants import Space
 from tapelab.exercises.hessian_vector import ex4_5
-from tapelab.exercises.nested_rule import INSIDE_WITH_LOG, NESTED_REMEDIES, require_nested_tapes
+from tapelab.exercises.second_order import ex4_3, ex4_4
+from tapelab.exercises.nested_rule import INSIDE_WITH_LOG
 
 __all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4", "ex4_5"]
 
@@ -285,114 +286,5 @@ class TwoGradientsAndRelease(_TapeExercise):
                 "the function? `del tape` once you have the gradients.", cause="tape-not-released")
 
 
-# ---------------------------------------------------------------- 4.3 second derivative
-
-# name -> (f written with TensorFlow ops, f', f'' with NumPy)
-_SCALAR_FUNCTIONS = {
-    "x**4": (lambda x: x**4, lambda x: 4 * x**3, lambda x: 12 * x**2),
-    "sin": (tf.sin, np.cos, lambda x: -np.sin(x)),
-    "exp(-x**2)": (lambda x: tf.exp(-x * x), lambda x: -2 * x * np.exp(-x * x),
-                   lambda x: (4 * x * x - 2) * np.exp(-x * x)),
-    "tanh": (tf.tanh, lambda x: 1 - np.tanh(x) ** 2, lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
-    "x**3 - 2x": (lambda x: x**3 - 2 * x, lambda x: 3 * x**2 - 2, lambda x: 6 * x),
-    "log(1 + x**2)": (lambda x: tf.math.log(1 + x * x), lambda x: 2 * x / (1 + x * x),
-                      lambda x: (2 - 2 * x * x) / (1 + x * x) ** 2),
-}
-
-
-class SecondDerivative(_TapeExercise):
-    number = "4.3"
-    remedies = NESTED_REMEDIES
-    answer = "second_derivative"
-    fixed_because = ("`second_derivative` is a procedure for any `f` and `x` it is given: two nested tapes hold no "
-                     "numbers of their own, so only the test's functions and points could change, not what you write.")
-    visible_cases = (("x**4", 1.0), ("sin", 0.5))
-    praise = "the outer tape recorded the inner `gradient` call, so it could differentiate the derivative."
-    hints = (
-        "A second derivative is the derivative of the first one, so the first `gradient` call must itself be "
-        "recorded by a second tape.",
-        "Make `x = tf.Variable(x)`, open `with tf.GradientTape() as outer:`, and inside it "
-        "`with tf.GradientTape() as inner:` around `y = f(x)`.",
-    )
-
-    def check_case(self, fn, case, facts):
-        name, x = case
-        f, d1, d2 = _SCALAR_FUNCTIONS[name]
-        call = self.call(fn, f, x, shown=f"f={name}, x={x}")
-        got, expected = call.value, d2(x)
-        if got is None:
-            raise none_feedback(f"`second_derivative(f={name}, x={x})` returned `None`.", facts, facts.returned_call(),
-                                {"x": "constant"})
-        problem = wrong_value(f"second_derivative(f={name}, x={x})", expected, got, [Alternative(
-            "the first derivative", d1(x), "first-derivative",
-            "That is the first derivative. Did you return `inner.gradient(...)` instead of "
-            "differentiating it again with the outer tape?")])
-        differenced = one_sided(d1, x, got, "Your value") if problem and problem.cause is None else None
-        if differenced:
-            raise Incorrect(f"{problem} {differenced[1]}", cause=differenced[0])
-        if problem:
-            raise problem
-        require_nested_tapes(facts, call.logs)
-
-
-# ---------------------------------------------------------------- 4.4 Hessian
-
-# name -> (f on a 1-D tensor with TensorFlow ops, its gradient with NumPy)
-_VECTOR_FUNCTIONS = {
-    "x0**2*x1 + x1**3": (lambda v: v[0] ** 2 * v[1] + v[1] ** 3,
-                         lambda v: np.array([2 * v[0] * v[1], v[0] ** 2 + 3 * v[1] ** 2])),
-    "sum(x**4)": (lambda v: tf.reduce_sum(v**4), lambda v: 4 * v**3),
-    "x0*x1*x2 + sum(x**2)": (lambda v: v[0] * v[1] * v[2] + tf.reduce_sum(v * v),
-                             lambda v: np.array([v[1] * v[2], v[0] * v[2], v[0] * v[1]]) + 2 * v),
-    "exp(x0*x1) + x2**3": (lambda v: tf.exp(v[0] * v[1]) + v[2] ** 3,
-                           lambda v: np.array([v[1] * np.exp(v[0] * v[1]), v[0] * np.exp(v[0] * v[1]),
-                                               3 * v[2] ** 2])),
-    "sin(x0)*cos(x1)": (lambda v: tf.sin(v[0]) * tf.cos(v[1]),
-                        lambda v: np.array([np.cos(v[0]) * np.cos(v[1]), -np.sin(v[0]) * np.sin(v[1])])),
-}
-
-
-def _hessian(grad, point: np.ndarray) -> np.ndarray:
-    """The Hessian as the Jacobian of the analytic gradient, by float64 central differences."""
-    return np.stack([numeric_gradient(lambda v, i=i: grad(v)[i], point) for i in range(point.size)])
-
-
-class Hessian(_TapeExercise):
-    number = "4.4"
-    remedies = NESTED_REMEDIES
-    answer = "hessian"
-    fixed_because = ("`hessian` is a procedure for any `f` and `x` it is given: two nested tapes and a `jacobian` "
-                     "hold no numbers of their own, so only the test's functions and points could change, not what "
-                     "you write.")
-    visible_cases = (("x0**2*x1 + x1**3", (1.0, 2.0)),)
-    praise = "`jacobian` of the gradient gave one row per component: the full Hessian."
-    hints = (
-        "Nest two tapes as for the second derivative; the outer one must differentiate a whole gradient "
-        "vector, not a scalar.",
-        "`outer.gradient(g, x)` would sum the components of `g` first; `outer.jacobian(g, x)` keeps one row "
-        "per component.",
-    )
-
-    def check_case(self, fn, case, facts):
-        name, point = case
-        f, grad = _VECTOR_FUNCTIONS[name]
-        p = np.array(point, np.float64)
-        shown = f"f={name}, x={fmt(p)}"
-        call = self.call(fn, f, np.array(point, np.float32), shown=shown)
-        got, expected = call.value, _hessian(grad, p)
-        if got is None:
-            raise none_feedback(f"`hessian({shown})` returned `None`.", facts, facts.returned_call(), {"x": "constant"})
-        problem = wrong_value(f"hessian({shown})", expected, got, [
-            Alternative("the gradient of the summed gradient", expected.sum(axis=0), "gradient-not-jacobian",
-                        "That is the gradient of the sum of the gradient's components. Did you call "
-                        "`outer.gradient`? Use `outer.jacobian(g, x)` to keep one row per component."),
-            Alternative("the gradient", grad(p), "first-derivative", "That is the gradient of `f`, not its Hessian.")])
-        if problem:
-            raise problem
-        require_nested_tapes(facts, call.logs)
-
-
 ex4_1 = PerExampleGradients()
 ex4_2 = TwoGradientsAndRelease()
-ex4_3 = SecondDerivative()
-ex4_4 = Hessian()
