@@ -95,6 +95,8 @@ _CATALOGUE = (
           "Pass the non-scalar target itself: the tape differentiates its sum."),
     Cause("constant-factor", "values off by a constant factor (a dropped mean, a 2, a sign)",
           "Compare your formula with the task's term by term for a missing or extra factor."),
+    Cause("missing-abs", "signed gradients where their magnitude is asked for",
+          "Take `tf.abs` of the gradient."),
     Cause("forward-difference", "a one-sided difference instead of a central one",
           "Evaluate at `x + h` and `x - h` and divide by `2 * h`."),
     Cause("gradient-not-jacobian", "`gradient` where a Jacobian (one row per output) is asked for",
