@@ -3,8 +3,10 @@ compile settings through both, then the history and the weights compared, and a 
 from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the wrong values...)."""
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from copy import deepcopy
 from dataclasses import replace
 from functools import lru_cache
@@ -95,14 +97,35 @@ def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[flo
     return found
 
 
-def _weights_taken(facts) -> str:
-    """What the code shows of the sample weights, `data`'s third element: never taken out of `data` (no
-    `unpack_x_y_sample_weight`, no three names, no index 2), or, as far as the code tells, not given to the loss."""
-    if facts.found and not (facts.calls_to("unpack_x_y_sample_weight") or any(
-            len(a.names) == 3 or re.search(r"\[\s*(2|-1)\s*\]", a.value) for a in facts.assignments)):
+def _weights_taken(fn) -> str:
+    """What the code of `fn`'s `train_step` shows of the sample weights, `data`'s third element: never taken out of
+    `data` (no `unpack_x_y_sample_weight`, no three names, no index 2 or -1 there), or, as far as the code tells,
+    not given to the loss. Only `train_step` is read: a `test_step` that unpacks them does not weight the training."""
+    try:
+        tree = ast.parse(textwrap.dedent(_source(fn)))
+    except SyntaxError:
+        tree = None
+    step = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "train_step"), None) \
+        if tree else None
+    if step is not None and not any(_takes_third(node) for node in ast.walk(step)):
         return ("`fit` hands `train_step` `(x, y, sample_weight)`, and your step never takes out the third element. "
                 "Unpack all three with `x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)`.")
     return "your step does not give them to the loss."
+
+
+def _takes_third(node: ast.AST) -> bool:
+    """Whether `node` takes a third element out: `unpack_x_y_sample_weight(...)`, three names assigned at once, or
+    an index 2 or -1."""
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "attr", getattr(node.func, "id", None)) == "unpack_x_y_sample_weight"
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 3 for t in node.targets)
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+            index = ast.Constant(-index.operand.value) if isinstance(index.operand, ast.Constant) else index
+        return isinstance(index, ast.Constant) and index.value in (2, -1)
+    return False
 
 
 def weighted_failure(problem: Incorrect, case: FitCase, method: str, step: str, fn) -> None:
@@ -186,10 +209,10 @@ class FitMatch(Exercise):
             weighted_failure(problem, case, "fit", "train_step", fn)
             raise
         history, logs = trained.value, trained.logs
-        self._compare(case, facts, history, logs, model, initial, expected, expected_weights, replay)
+        self._compare(fn, case, facts, history, logs, model, initial, expected, expected_weights, replay)
         return model
 
-    def _compare(self, case, facts, history, logs, model, initial, expected, expected_weights, replay):
+    def _compare(self, fn, case, facts, history, logs, model, initial, expected, expected_weights, replay):
         where = f" (on {case.describe()})"
         if "loss" in expected and "loss" not in history:
             raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
@@ -239,7 +262,7 @@ class FitMatch(Exercise):
 
         alternatives = [summed] + ([Alternative(
             "sample weights dropped", unweighted, "sample-weight-ignored",
-            f"Those are the weights `fit` reaches without the sample weights: {_weights_taken(facts)} Pass them "
+            f"Those are the weights `fit` reaches without the sample weights: {_weights_taken(fn)} Pass them "
             "to the loss, `self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)`.")]
                                    if case.weighted else []) + ([Alternative("mean squared error", weights_with("mse"),
                                     "hardcoded-loss",
