@@ -110,9 +110,34 @@ def test_sample_weights_never_taken_out_are_said_so(unpack, taken):
     """Is a step said to never take the weights out of `data` only when no unpacking of a third element shows?"""
     from tapelab.exercises.fit_match import _weights_taken
 
-    said = _weights_taken(CodeFacts.of(_function(_STEP.format(unpack=unpack), unpack)))
+    said = _weights_taken(_function(_STEP.format(unpack=unpack), unpack))
     assert ("never takes out the third element" in said) is not taken
     assert ("unpacked" not in said)
+
+
+_MODEL = '''
+def make_custom_model(n_features=1):
+    class StudentModel(keras.Model):
+        def train_step(self, data):
+            {unpack}
+            return {{}}
+
+        def test_step(self, data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            return {{}}
+
+    return StudentModel
+'''
+
+
+@pytest.mark.parametrize("unpack,taken", [("x, y = data[0], data[1]", False), ("w = data[-1]", True)])
+def test_only_the_train_step_says_whether_the_weights_are_taken_out(unpack, taken):
+    """Does a test_step that unpacks the weights leave a train_step that never takes them out still said so (the
+    code read is train_step's alone), and is an index -1 a third element taken?"""
+    from tapelab.exercises.fit_match import _weights_taken
+
+    said = _weights_taken(_function(_MODEL.format(unpack=unpack), unpack))
+    assert ("never takes out the third element" in said) is not taken
 
 
 _GUARD = '''
