@@ -436,6 +436,9 @@ _CATALOGUE = (
           "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
     Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
           "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
+    # fixing a None gradient, notebook 05 (Exercise 5.1)
+    Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
+          "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

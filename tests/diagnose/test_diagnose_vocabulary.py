@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from tapelab.causes import cause
 from tapelab.diagnose import CAUSES, Entry, blocking_call, diagnose
-from tapelab.exercises.name_the_cause import _SNIPPETS
 
 
 def test_each_diagnosed_cause_is_the_catalogues_code_and_title():
@@ -46,7 +45,7 @@ def test_blocking_calls_are_named_by_diagnosed_codes():
 
 
 def _snippet_reports() -> dict[str, str | None]:
-    """Exercise 5.1's snippets but B, H and I, run through diagnose: the code it names for the gradient each
+    """The snippets of the old Exercise 5.1 ("name the cause") but B, H and I, run through diagnose: the code it names for the gradient each
     asks for.
 
     Left out, known gaps (reported): B (`tf.argmax(v)` straight on the variable) and H (`tf.stop_gradient(w)`
@@ -75,7 +74,7 @@ def _snippet_reports() -> dict[str, str | None]:
     return named
 
 
-def test_diagnose_names_each_exercise_snippet_by_the_code_the_exercise_expects():
-    """Run on Exercise 5.1's snippets, does diagnose give each the very code 5.1 asks the student for?"""
-    expected = {letter: right for letter, (_, right, _, _) in _SNIPPETS.items() if letter not in "BHI"}
-    assert _snippet_reports() == expected
+def test_diagnose_names_each_snippet_by_its_cause_code():
+    """Run on the snippets of the old "name the cause" exercise, does diagnose give each the code of its cause?"""
+    assert _snippet_reports() == {"A": "not-watched", "C": "numpy-in-path", "D": "state-change", "E": "not-trainable",
+                                  "F": "outside-tape", "G": "int-dtype"}

@@ -3,32 +3,47 @@ from answers import Fresh
 
 MISTAKES = {
     "ex5_1_answer": [
-        Fresh("NumPy taken for a non-differentiable op", '''
-def classify(snippet):
-    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "non-differentiable",
-            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "Snippet $at_C is not cut by a TensorFlow op without a gradient: `w.numpy()` and "
-     "`np.square` leave TensorFlow, so the tape records nothing; its code is `numpy-in-path`."),
-        Fresh("the variable-state path taken for an unconnected loss", '''
-def classify(snippet):
-    return {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
-            "$at_D": "not-connected", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
-''', "wrong-cause-id", "In snippet $at_D the loss is computed from `w`, but by way of `counter.assign_add`, "
-     "which stores a value and has no gradient: that is `state-change`, not `not-connected`."),
-        Fresh("the codes of E and F swapped", '''
-def classify(snippet):
-    codes = ["not-watched", "non-differentiable", "numpy-in-path", "state-change", "outside-tape",
-             "not-trainable"]
-    return codes["$at_A$at_B$at_C$at_D$at_E$at_F".index(snippet)]
-''', "wrong-cause-id", "Your list has the last two codes in the wrong order: $at_E is the variable made with "
-     "`trainable=False` (`not-trainable`) and $at_F computes `pred` before the tape (`outside-tape`)."),
-        Fresh("the cause's title returned instead of its code", '''
-def classify(snippet):
-    code = {"$at_A": "not-watched", "$at_B": "non-differentiable", "$at_C": "numpy-in-path",
-            "$at_D": "state-change", "$at_E": "not-trainable", "$at_F": "outside-tape"}[snippet]
-    return CAUSES[code]
-''', "unknown-cause-id", "You picked the right causes, but `CAUSES[code]` is the title; the exercise asks "
-     "for the code itself, the key: return `code`."),
+        Fresh("the loss squared after the tape closed", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+$shift_line    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = w * x - $kf
+    loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, w)
+""", "outside-tape", "`err` is recorded now, but the square is computed after the `with` block: the tape never saw "
+     "the loss. Indent `loss = tf.reduce_mean(tf.square(err))` into the block."),
+        Fresh("the square taken with NumPy", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+$shift_line    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = w * x - $kf
+        loss = np.mean(np.square(err))
+    return tape.gradient(loss, w)
+""", "numpy-in-path", "`np.square` and `np.mean` turn `err` into NumPy values, which the tape does not record: use `tf.square` "
+     "and `tf.reduce_mean`."),
+        Fresh("w watched instead of err moved into the tape", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+$shift_line    x = tf.constant([0.5, -1.0, 3.0])
+    err = w * x - $kf
+    with tf.GradientTape() as tape:
+        tape.watch(w)
+        loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, w)
+""", ("outside-tape", "watched-too-late"), "Watching `w` changes nothing: `err` was computed from it before the tape "
+     "opened, so no recorded operation leads from the loss back to `w`. Compute `err` inside the block."),
+        Fresh("the gradient taken with respect to err", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+$shift_line    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = w * x - $kf
+        loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, err)
+""", "wrong-source", "That is d loss / d err, one value per element, without the factor `x` that d err / d w "
+     "contributes: the task asks for the gradient with respect to `w`."),
     ],
     "ex5_2_answer": [
         Fresh("elementwise product instead of a matrix product", '''

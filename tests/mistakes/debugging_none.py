@@ -1,34 +1,21 @@
 """Realistic wrong answers for 05_debugging_none, each with words its feedback must contain."""
 from answers import Mistake
 
-_RIGHT = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path",
-          "D": "state-change", "E": "not-trainable", "F": "outside-tape",
-          "G": "int-dtype", "H": "stop-gradient", "I": "replaced-by-tensor"}
-
-
-def _classify(**wrong):
-    """A table with the codes of the snippets named by their notebook letter in `wrong` replaced; each key is the
-    `$at_X` field of its snippet, so that the table applies to any variant's letters."""
-    table = {**_RIGHT, **wrong}
-    pairs = ", ".join(f"'$at_{snippet}': {code!r}" for snippet, code in table.items())
-    return f"def classify(snippet):\n    return {{{pairs}}}[snippet]\n"
-
 
 MISTAKES = {
     "ex5_1_answer": [
-        Mistake("a frozen variable taken for an unwatched constant (hidden snippet)", _classify(E="not-watched"),
-                "look at how it was created"),
-        Mistake("a loss outside the tape taken for an unwatched source (hidden snippet)",
-                _classify(F="not-watched"), "Where is `pred` computed?"),
-        Mistake("argmax taken for an unconnected loss", _classify(B="not-connected"),
-                "which operation on the path has no gradient"),
-        Mistake("a constant taken for a frozen variable", _classify(A="not-trainable"),
-                "it is a constant"),
-        Mistake("state change taken for a replaced variable (hidden snippet)", _classify(D="replaced-by-tensor"),
-                "`counter` stays a variable"),
-        Mistake("a made-up cause id", _classify(C="numpy_call"), "not a cause code"),
-        Mistake("a code written with underscores, like a Python name", _classify(A="not_watched"),
-                "written with hyphens"),
+        Mistake("the None hidden as zeros", """def fixed_gradient(start):
+$broken_tape
+    return tape.gradient(loss, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+""", "asks for zeros where the path is broken"),
+        Mistake("the loss returned", """def fixed_gradient(start):
+    w = tf.Variable(start)
+$shift_line    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = w * x - $kf
+        loss = tf.reduce_mean(tf.square(err))
+    return loss
+""", "the loss's value"),
     ],
     "ex5_2_answer": [
         Mistake("stop_gradient moved onto the bias", '''

@@ -4,34 +4,52 @@ from answers import Reported
 TF = "https://github.com/tensorflow/tensorflow/issues/"
 
 
-def _classify(**changed: str) -> str:
-    """The reference answer of 5.1 with the labels in `changed` replaced: a student's table."""
-    labels = {"A": "not-watched", "B": "non-differentiable", "C": "numpy-in-path", "D": "state-change",
-              "E": "not-trainable", "F": "outside-tape", "G": "int-dtype", "H": "stop-gradient",
-              "I": "replaced-by-tensor"}
-    labels.update(changed)
-    rows = ",\n        ".join(f'"{k}": "{v}"' for k, v in labels.items())
-    return f"\ndef classify(snippet):\n    return {{\n        {rows},\n    }}[snippet]\n"
-
-
 MISTAKES = {
     "ex5_1_answer": [
-        Reported("the .numpy() round trip taken for an op without a gradient", _classify(C="non-differentiable"),
-                 "In C the square is computed by NumPy on `w.numpy()` and wrapped back in `tf.constant`: no "
-                 "TensorFlow operation without a gradient is involved; the value simply left TensorFlow, which is "
-                 "`numpy-in-path`.", "https://github.com/keras-team/keras/issues/11157"),
-        Reported("assign taken for a non-differentiable op", _classify(D="non-differentiable"),
-                 "In D the loss reaches `w` only through `counter.assign_add`: a variable's assignment is a state "
-                 "change the tape does not differentiate through, `state-change`, not an operation like argmax.",
-                 TF + "23621"),
-        Reported("a forward pass outside the tape called unwatched", _classify(F="not-watched", I="outside-tape"),
-                 "In F `w` is a variable and is watched; what goes wrong is that `pred` was computed before the tape "
-                 "opened, `outside-tape`. In I the tape does record `w**2`, but `w` was rebound to a tensor, "
-                 "`replaced-by-tensor`.", TF + "29942"),
-        Reported("an unwatched constant called not trainable", _classify(A="not-trainable"),
-                 "In A the source `x` is a constant, not a variable created with `trainable=False`; a tape follows "
-                 "constants only when watched, so the cause is `not-watched`.",
-                 "https://taourl.com/read-2033525.html"),
+        Reported("the None turned into zeros", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
+    err = tf.Variable(tf.zeros(3))
+    with tf.GradientTape() as tape:
+        err.assign(w * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+""", "Asking for zeros where the gradient is unconnected makes the `None` go away but not its cause: the path "
+            "from `w` to the loss is still broken, so the gradient is 0 instead of the derivative. Fix the line that "
+            "breaks the path.", "https://github.com/google-deepmind/sonnet/issues/215"),
+        Reported("err kept as a new variable", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = tf.Variable(w * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, w)
+""", "A new `tf.Variable` made from `w * x - 2.0` only copies the value in; its initial value is not a recorded "
+            "operation the tape can run backwards, so the loss is cut off from `w`. Keep `err` a tensor: "
+            "`err = w * x - 2.0`.", TF + "17735"),
+        Reported("the loss computed in the gradient call", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = w * x - 2.0
+    return tape.gradient(tf.reduce_mean(tf.square(err)), w)
+""", "The loss is computed in the `gradient` call, after the `with` block closed, so the tape never recorded "
+            "it and the gradient is None. Compute `loss = tf.reduce_mean(tf.square(err))` inside the block and differentiate that.",
+                 TF + "27660"),
+        Reported("err computed from w.numpy()", """
+def fixed_gradient(start):
+    w = tf.Variable(start)
+    x = tf.constant([0.5, -1.0, 3.0])
+    with tf.GradientTape() as tape:
+        err = tf.constant(w.numpy() * x - 2.0)
+        loss = tf.reduce_mean(tf.square(err))
+    return tape.gradient(loss, w)
+""", "`w.numpy()` takes the value out of TensorFlow, so `err` is a new constant with no recorded path back to "
+            "`w`: the gradient is None. Compute `err = w * x - 2.0` with the variable itself.",
+                 "https://github.com/keras-team/keras/issues/11157"),
     ],
     "ex5_2_answer": [
         Reported("stop_gradient removed, loss still outside the tape", '''

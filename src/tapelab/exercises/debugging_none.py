@@ -1,4 +1,4 @@
-"""Exercises of notebook 05_debugging_none: name the cause of a None gradient, then fix broken steps."""
+"""Exercises of notebook 05_debugging_none: fix the line that makes a gradient None, then fix broken steps."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,34 +6,16 @@ import tensorflow as tf
 
 from tapelab.checker.compare import to_numpy
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
-from tapelab.diagnose import CAUSES, blocking_call
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.explanations import explain_none
 from tapelab.checker.variants import Space
 from tapelab.exercises.custom_gradients import ex5_6
-from tapelab.exercises.name_the_cause import ex5_1
+from tapelab.exercises.blocked_path import none_feedback as _none_feedback
+from tapelab.exercises.fix_the_snippet import ex5_1
 from tapelab.exercises.refuse_none import ex5_5
 
 __all__ = ["ex5_1", "ex5_2", "ex5_3", "ex5_4", "ex5_5", "ex5_6"]
-
-def _none_feedback(fn, facts, gradient_name: str, item: int | None, source: str, values: dict) -> Incorrect:
-    """Why the gradient `gradient_name` is None: the student's own gradient call first, then a blocking op."""
-    call = facts.returned_call(item)
-    why = explain_none(facts, call, values)
-    if why.cause not in (None, "not-connected"):
-        return Incorrect(f"`{gradient_name}` is `None`. {why}", cause=why.cause)
-    blocked = blocking_call(fn, call.source if call else source)
-    if blocked:
-        cause, text = blocked
-        message = {
-            "stop-gradient": f"`{text}` is still on the path from `{source}` to the loss, and `tf.stop_gradient` "
-                             "blocks gradients by design. Did you mean to remove it?",
-            "non-differentiable": f"`{text}` has no gradient, so nothing flows back to `{source}`. Did you keep that "
-                                  "op without a straight-through estimator?",
-        }.get(cause, f"`{text}` blocks the path to `{source}`: {CAUSES[cause]}.")
-        return Incorrect(f"`{gradient_name}` is `None`: {message}", cause=cause)
-    return Incorrect(f"`{gradient_name}` is `None`. {why}".strip(), cause=why.cause)
 
 
 def _rebinds(facts, name: str) -> bool:
