@@ -17,7 +17,7 @@ def fixed_gradient(start):
     return tape.gradient(loss, w, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 """, "Asking for zeros where the gradient is unconnected makes the `None` go away but not its cause: the path "
             "from `w` to the loss is still broken, so the gradient is 0 instead of the derivative. Fix the line that "
-            "breaks the path.", "https://github.com/google-deepmind/sonnet/issues/215"),
+            "breaks the path.", TF + "24849"),
         Reported("err kept as a new variable", """
 def fixed_gradient(start):
     w = tf.Variable(start)
@@ -28,7 +28,7 @@ def fixed_gradient(start):
     return tape.gradient(loss, w)
 """, "A new `tf.Variable` made from `w * x - 2.0` only copies the value in; its initial value is not a recorded "
             "operation the tape can run backwards, so the loss is cut off from `w`. Keep `err` a tensor: "
-            "`err = w * x - 2.0`.", TF + "17735"),
+            "`err = w * x - 2.0`.", TF + "30234"),
         Reported("the loss computed in the gradient call", """
 def fixed_gradient(start):
     w = tf.Variable(start)
@@ -49,7 +49,7 @@ def fixed_gradient(start):
     return tape.gradient(loss, w)
 """, "`w.numpy()` takes the value out of TensorFlow, so `err` is a new constant with no recorded path back to "
             "`w`: the gradient is None. Compute `err = w * x - 2.0` with the variable itself.",
-                 "https://github.com/keras-team/keras/issues/11157"),
+                 TF + "36596"),
     ],
     "ex5_2_answer": [
         Reported("stop_gradient removed, loss still outside the tape", '''
