@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import html
 import re
 from pathlib import Path
@@ -55,6 +56,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SPACE = re.compile(r"\s+")
 _HIDDEN_NOTE = "[hidden test line removed]"
 _HIDDEN_FAILED = "A hidden test failed (its code and its message are not shown)."
+CACHED = 4096  # rendered markdown sources and highlighted code sources kept (the pages of a class share most)
 
 # -- hidden tests ------------------------------------------------------------------------------------
 
@@ -289,7 +291,19 @@ def clean_markdown(source: str, attachments: object = None) -> str:
 
     An image naming an attachment the cell lacks shows the markdown as text instead of failing.
     """
-    renderer = IPythonRenderer(escape=False, attachments=_mapping(attachments), exclude_anchor_links=True)
+    attachments = _mapping(attachments)
+    return _clean_markdown(source, attachments) if attachments else _shared_markdown(source)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _shared_markdown(source: str) -> str:
+    """`_clean_markdown` without attachments, once per process for a source: the instructor's markdown
+    is the same on every student's page."""
+    return _clean_markdown(source, {})
+
+
+def _clean_markdown(source: str, attachments: dict) -> str:
+    renderer = IPythonRenderer(escape=False, attachments=attachments, exclude_anchor_links=True)
     try:
         rendered = MarkdownWithMath(renderer=renderer).render(source)
     except InvalidNotebook:
@@ -309,17 +323,32 @@ class InertPage(HTMLExporter):
     """nbconvert's HTMLExporter without its last pass, which re-parses the whole page with BeautifulSoup's
     pure-Python parser (half the page's time) to add alt text to images and tabindex to JupyterLab's cell
     wrappers: here images get their alt text while rendering (the template, `InertNotebook`'s sanitizer),
-    and nbgrader's classic page has no JupyterLab wrapper to give a tabindex."""
+    and nbgrader's classic page has no JupyterLab wrapper to give a tabindex. Code is highlighted once per
+    exporter for a source (`_highlight`): the instructor's code and tests are the same on every page."""
 
     def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw) -> tuple[str, dict]:
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
-        self.register_filter("highlight_code", self.filters.get("highlight_code",
-                                                                Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        highlight = self.filters.get("highlight_code") or functools.partial(self._highlight, lexer)
+        self.register_filter("highlight_code", highlight)
         resources = self._init_resources(resources)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
                                                                        parent=self, resources=resources))
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    @functools.cached_property
+    def _highlighted(self):
+        @functools.lru_cache(maxsize=CACHED)
+        def highlighted(lexer: str | None, source: str, language: str | None, magics: object) -> str:
+            metadata = {} if magics is None else {"magics_language": magics}
+            return Highlight2HTML(pygments_lexer=lexer, parent=self)(source, language, metadata)
+        return highlighted
+
+    def _highlight(self, lexer: str | None, source: str, language: str | None = None,
+                   metadata: dict | None = None) -> str:
+        """Highlight2HTML's filter; of the metadata it reads only `magics_language`."""
+        magics = (metadata or {}).get("magics_language")
+        return self._highlighted(lexer, source, language, magics if isinstance(magics, str) else None)
 
 
 def configure_feedback(c: Config) -> Config:
