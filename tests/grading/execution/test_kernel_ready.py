@@ -7,7 +7,6 @@ import pytest
 
 from tapelab.grading.execution.kernels import ReadyClient, SandboxKernelManager
 
-
 SILENT = object()  # the channel has nothing within the wait
 
 

@@ -88,7 +88,6 @@ def test_pages_of_one_class_render_shared_cells_once_and_read_as_if_alone(monkey
     shared code highlighted only once, only the student's own cell anew, and is each page the same as
     an exporter of its own renders it?"""
     import pygments
-
     from nbconvert.filters import markdown_mistune
 
     page._shared_markdown.cache_clear()
