@@ -109,3 +109,25 @@ def test_pages_of_one_class_render_shared_cells_once_and_read_as_if_alone(monkey
     page._shared_markdown.cache_clear()
     assert first == _student_page(_exporter(monkeypatch), "def f(x):\n    return x")
     assert second == _student_page(_exporter(monkeypatch), "def f(x):\n    return 2 * x")
+
+
+
+def test_the_page_validates_the_notebook_once_not_each_rebuilt_cell(monkeypatch):
+    """Does InertNotebook rebuild cells and outputs without nbformat's schema check of each one (the
+    exporter validates the whole notebook after the steps), into a valid notebook, a negative count dropped?"""
+    import nbformat.v4.nbbase as nbbase
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("text"), nbformat.v4.new_raw_cell("raw")])
+    nb.cells.append({"cell_type": "code", "source": "1", "execution_count": -1, "metadata": {}, "outputs": [
+        {"output_type": "execute_result", "execution_count": -3, "data": {"text/plain": "1"}, "metadata": {}},
+        {"output_type": "stream", "name": "stdout", "text": "x"},
+        {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]})
+    checked = []
+    monkeypatch.setattr(nbbase, "validate", lambda node, ref=None: checked.append(ref))
+    monkeypatch.setattr(page, "_roles", lambda resources: {})
+    clean, _ = page.InertNotebook().preprocess(nb, {})
+    assert checked == [None]  # the new, empty notebook only
+    monkeypatch.undo()
+    nbformat.validate(clean)
+    assert clean.cells[2].execution_count is None and clean.cells[2].outputs[0].execution_count is None
+    assert [o.output_type for o in clean.cells[2].outputs] == ["execute_result", "stream", "error"]
