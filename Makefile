@@ -86,6 +86,8 @@ bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/kernel_start.py
+	$(BIN)/python bench/kernel_start.py --compare ready
+	$(BIN)/python bench/feedback_pages.py
 	$(BIN)/python bench/pin.py
 	$(BIN)/python bench/widgets_browser.py
 	$(BIN)/python bench/cli.py

@@ -1,12 +1,16 @@
-"""Warm kernel start: a zygote that preloads what ipykernel's start imports against one that does not.
+"""Warm kernel start, two ways in one run: what the zygote preloads, or how the client waits for the kernel.
 
-    python bench/kernel_start.py [--rounds 8]      (as root, where warm kernels can start; `make bench`)
+    python bench/kernel_start.py [--rounds 8] [--compare preload|ready]
+                                 (as root, where warm kernels can start; `make bench`)
 
-Two zygotes in this process, the light one of a notebook without TensorFlow (`zygote.LIGHT`) and a baseline
-preloading only NumPy and ipykernel.ipkernel (what LIGHT was before `zygote.KERNEL_START`), start kernels in
-turns, A B A B..., for the same one-cell notebook under the full sandbox; each kernel's `start` phase (slot
-made, kernel forked, isolated and answering) is read from its facts. Prints both medians and their ratio,
-measured in the same run, so a loaded machine slows both alike.
+--compare preload (the default): two zygotes in this process, the light one of a notebook without TensorFlow
+(`zygote.LIGHT`) and a baseline preloading only NumPy and ipykernel.ipkernel (what LIGHT was before
+`zygote.KERNEL_START`). --compare ready: the light zygote, with the sandbox kernel's client waiting as
+`kernels.ReadyClient` does (until its kernel_info request is idle on iopub) against jupyter_client's own
+wait (which then drains iopub until 0.2 s pass without a message). Kernels start in turns, A B A B..., for
+the same one-cell notebook under the full sandbox; each kernel's `start` phase (slot made, kernel forked,
+isolated and answering) is read from its facts. Prints both medians and their ratio, measured in the same
+run, so a loaded machine slows both alike.
 """
 from __future__ import annotations
 
@@ -18,40 +22,58 @@ import sys
 os.environ.update(TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
 
 import nbformat  # noqa: E402
+from jupyter_client.asynchronous import AsyncKernelClient  # noqa: E402
 from nbformat.v4 import new_code_cell, new_notebook  # noqa: E402
 
-from tapelab.grading.execution import warm, worker, zygote  # noqa: E402
+from tapelab.grading.execution import kernels, warm, worker, zygote  # noqa: E402
 from tapelab.grading.execution.sandbox import Sandbox  # noqa: E402
 
 BASELINE = ("numpy", "ipykernel.ipkernel")
+OURS = kernels.ReadyClient.wait_for_ready
+
+
+def preload(name: str) -> None:
+    """Kernels forked from the zygote of `name`: the baseline's preload or LIGHT."""
+    chosen = BASELINE if name == "baseline" else zygote.LIGHT
+    worker.zygote.preload_for = lambda packages: chosen  # this process's worker only: pick the zygote
+
+
+def ready(name: str) -> None:
+    """Kernels waited for as jupyter_client waits (the baseline), or as ReadyClient does."""
+    kernels.ReadyClient.wait_for_ready = AsyncKernelClient.wait_for_ready if name == "baseline" else OURS
+
+
+COMPARE = {"preload": (preload, "baseline preload", "with KERNEL_START"),
+           "ready": (ready, "jupyter_client's wait", "ReadyClient's wait")}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--compare", choices=COMPARE, default="preload")
+    args = parser.parse_args()
+    choose, *labels = COMPARE[args.compare]
     nb = nbformat.writes(new_notebook(cells=[new_code_cell("print(1 + 1)")]))
     settings = worker.Settings(60, 120, 10**7, Sandbox(isolate=True, rlimits=True, kernels="warm"),
                                packages=frozenset())
-    starts: dict[tuple[str, ...], list[float]] = {BASELINE: [], zygote.LIGHT: []}
-    chosen = zygote.LIGHT
-    worker.zygote.preload_for = lambda packages: chosen  # this process's worker only: pick the zygote
+    starts: dict[str, list[float]] = {"baseline": [], "ours": []}
     try:
-        for preload in starts:  # each zygote's own start (the imports) is not a kernel's
-            warm.current(sys.executable, preload)
-        for _ in range(rounds):
-            for preload in starts:
-                chosen = preload
+        for name in starts:  # each zygote's own start (the imports) is not a kernel's
+            choose(name)
+            warm.current(sys.executable, worker.zygote.preload_for(settings.packages))
+        for _ in range(args.rounds):
+            for name in starts:
+                choose(name)
                 facts = worker.execute(nb, settings)["facts"]
                 if facts.get("kernel") != "warm":
                     print(f"a kernel did not start warm: {facts.get('warm_failed') or facts}", file=sys.stderr)
                     return 1
-                starts[preload].append(facts["timing"]["start"])
+                starts[name].append(facts["timing"]["start"])
     finally:
         warm.stop()
-    base, light = (statistics.median(starts[p]) for p in (BASELINE, zygote.LIGHT))
-    print(f"kernel start, median of {rounds}: baseline preload {base:.3f} s, with KERNEL_START {light:.3f} s; "
-          f"ratio {light / base:.2f} (load {os.getloadavg()[0]:.1f})")
+    base, ours = (statistics.median(starts[name]) for name in ("baseline", "ours"))
+    print(f"kernel start, median of {args.rounds}: {labels[0]} {base:.3f} s, {labels[1]} {ours:.3f} s; "
+          f"ratio {ours / base:.2f} (load {os.getloadavg()[0]:.1f})")
     return 0
 
 

@@ -11,18 +11,21 @@ import functools
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
+from queue import Empty
 from typing import Callable
 
 import zmq
 import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
 from tapelab.errors import InfraError
 
-__all__ = ["KernelStartError", "SandboxKernelManager", "kernel_env", "kernel_sys_path"]
+__all__ = ["KernelStartError", "ReadyClient", "SandboxKernelManager", "kernel_env", "kernel_sys_path"]
 
 
 class KernelStartError(InfraError, RuntimeError):
@@ -41,6 +44,7 @@ class SandboxKernelManager(AsyncKernelManager):
                                        interrupt_mode="message", env={})
         self._give = give
         self._provisioner = provisioner
+        self.client_factory = ReadyClient
         self.context = zmq.asyncio.Context()
         self.context.setsockopt(zmq.MAXMSGSIZE, max_frame)
 
@@ -54,6 +58,43 @@ class SandboxKernelManager(AsyncKernelManager):
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         self._give(self.connection_file)  # the sandbox uid must read its connection file
         return cmd, kw
+
+
+class ReadyClient(AsyncKernelClient):
+    """The client of a sandbox kernel: ready as soon as the kernel has answered a kernel_info request on
+    shell and reported that request idle on iopub (so iopub is connected and holds nothing more of it).
+    jupyter_client's wait then drains iopub until 0.2 s pass without a message, idle in every start; the
+    executor ignores any message whose parent is not its own request, so nothing is left to drain."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        end = time.monotonic() + (float("inf") if timeout is None else timeout)
+        sent: set[str] = set()
+        while True:
+            sent.add(self.kernel_info())
+            reply = await self._first(self.shell_channel, 1.0, lambda m: m["msg_type"] == "kernel_info_reply"
+                                      and m["parent_header"].get("msg_id") in sent)
+            if reply is not None and await self._first(self.iopub_channel, 0.2, lambda m: (
+                    m["msg_type"] == "status" and m["content"].get("execution_state") == "idle"
+                    and m["parent_header"].get("msg_id") in sent)):
+                self._handle_kernel_info_reply(reply)
+                return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > end:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+
+    @staticmethod
+    async def _first(channel, seconds: float, wanted) -> dict | None:
+        """The first message of `channel` that is `wanted` within `seconds` (the others are dropped), or None."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = await channel.get_msg(timeout=left)
+            except Empty:
+                return None
+            if wanted(msg):
+                return msg
+        return None
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import html
 import re
 from pathlib import Path
@@ -39,7 +40,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
+from nbformat.v4 import new_notebook
 from traitlets import Any, Bool, List, Set, Unicode
 from traitlets.config import Config
 
@@ -55,6 +56,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SPACE = re.compile(r"\s+")
 _HIDDEN_NOTE = "[hidden test line removed]"
 _HIDDEN_FAILED = "A hidden test failed (its code and its message are not shown)."
+CACHED = 4096  # rendered markdown sources and highlighted code sources kept (the pages of a class share most)
 
 # -- hidden tests ------------------------------------------------------------------------------------
 
@@ -172,7 +174,15 @@ def _items(value: object) -> list:
 
 
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _node(**fields) -> NotebookNode:
+    """A cell or output as nbformat's `new_*` helpers build it, without their schema check of each one (a
+    third of a page's time): the policy makes every field valid, and the exporter validates the notebook."""
+    node = NotebookNode()
+    node.update(fields)  # nested mappings become NotebookNodes, as in the helpers
+    return node
 
 
 class InertNotebook(SanitizeHTML):
@@ -213,10 +223,10 @@ class InertNotebook(SanitizeHTML):
         kind = cell.get("cell_type")
         if kind == "code":
             outputs = [out for out in map(self._output, _items(cell.get("outputs"))) if out is not None]
-            return new_code_cell(source, id=cell_id, outputs=self.sanitize_code_outputs(outputs),
-                                 execution_count=_count(cell.get("execution_count")))
+            return _node(id=cell_id, cell_type="code", metadata={}, source=source, outputs=self.sanitize_code_outputs(
+                outputs), execution_count=_count(cell.get("execution_count")))
         if kind == "markdown":
-            rebuilt = new_markdown_cell(source, id=cell_id)
+            rebuilt = _node(id=cell_id, cell_type="markdown", metadata={}, source=source)
             attachments = {name: images for name, bundle in _mapping(cell.get("attachments")).items()
                            if (images := {m: b for m in _IMAGE_MIMES
                                           if (b := _base64(_mapping(bundle).get(m))) is not None})}
@@ -224,18 +234,18 @@ class InertNotebook(SanitizeHTML):
                 rebuilt.attachments = attachments
             return rebuilt
         if kind == "raw":
-            return new_raw_cell(self.sanitize_html_tags(source), id=cell_id)
+            return _node(id=cell_id, cell_type="raw", metadata={}, source=self.sanitize_html_tags(source))
         return None
 
     def _output(self, output: object) -> NotebookNode | None:
         output = _mapping(output)
         kind = output.get("output_type")
         if kind == "stream":
-            return new_output("stream", name="stderr" if output.get("name") == "stderr" else "stdout",
-                              text=_text(output.get("text")))
+            return _node(output_type="stream", name="stderr" if output.get("name") == "stderr" else "stdout",
+                         text=_text(output.get("text")))
         if kind == "error":
-            return new_output("error", ename=_text(output.get("ename")), evalue=_text(output.get("evalue")),
-                              traceback=[_text(line) for line in _items(output.get("traceback"))])
+            return _node(output_type="error", ename=_text(output.get("ename")), evalue=_text(output.get("evalue")),
+                         traceback=[_text(line) for line in _items(output.get("traceback"))])
         if kind not in ("display_data", "execute_result"):
             return None
         given, data = _mapping(output.get("data")), {}
@@ -246,8 +256,9 @@ class InertNotebook(SanitizeHTML):
         if not data:  # nothing left that the page may show
             return None
         if kind == "execute_result":
-            return new_output(kind, data=data, execution_count=_count(output.get("execution_count")))
-        return new_output(kind, data=data)
+            return _node(output_type=kind, metadata={}, data=data,
+                         execution_count=_count(output.get("execution_count")))
+        return _node(output_type=kind, metadata={}, data=data)
 
 
 def _roles(resources: dict) -> dict[str, dict]:
@@ -289,7 +300,19 @@ def clean_markdown(source: str, attachments: object = None) -> str:
 
     An image naming an attachment the cell lacks shows the markdown as text instead of failing.
     """
-    renderer = IPythonRenderer(escape=False, attachments=_mapping(attachments), exclude_anchor_links=True)
+    attachments = _mapping(attachments)
+    return _clean_markdown(source, attachments) if attachments else _shared_markdown(source)
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _shared_markdown(source: str) -> str:
+    """`_clean_markdown` without attachments, once per process for a source: the instructor's markdown
+    is the same on every student's page."""
+    return _clean_markdown(source, {})
+
+
+def _clean_markdown(source: str, attachments: dict) -> str:
+    renderer = IPythonRenderer(escape=False, attachments=attachments, exclude_anchor_links=True)
     try:
         rendered = MarkdownWithMath(renderer=renderer).render(source)
     except InvalidNotebook:
@@ -309,17 +332,28 @@ class InertPage(HTMLExporter):
     """nbconvert's HTMLExporter without its last pass, which re-parses the whole page with BeautifulSoup's
     pure-Python parser (half the page's time) to add alt text to images and tabindex to JupyterLab's cell
     wrappers: here images get their alt text while rendering (the template, `InertNotebook`'s sanitizer),
-    and nbgrader's classic page has no JupyterLab wrapper to give a tabindex."""
+    and nbgrader's classic page has no JupyterLab wrapper to give a tabindex. Code is highlighted once per
+    exporter for a source (`_highlight`): the instructor's code and tests are the same on every page."""
 
     def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw) -> tuple[str, dict]:
         language = nb.metadata.get("language_info", {})
         lexer = language.get("pygments_lexer", language.get("name"))
-        self.register_filter("highlight_code", self.filters.get("highlight_code",
-                                                                Highlight2HTML(pygments_lexer=lexer, parent=self)))
+        highlight = self.filters.get("highlight_code") or functools.partial(self._highlight, lexer)
+        self.register_filter("highlight_code", highlight)
         resources = self._init_resources(resources)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
                                                                        parent=self, resources=resources))
         return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    @functools.cached_property
+    def _highlighted(self):
+        return functools.lru_cache(maxsize=CACHED)(lambda lexer, source, language, magics: Highlight2HTML(
+            pygments_lexer=lexer, parent=self)(source, language, {"magics_language": magics} if magics else {}))
+
+    def _highlight(self, lexer: str | None, source: str, language: str | None = None, metadata: dict | None = None):
+        """Highlight2HTML's filter, remembered; of the metadata it reads only `magics_language`."""
+        magics = (metadata or {}).get("magics_language")
+        return self._highlighted(lexer, source, language, magics if isinstance(magics, str) else None)
 
 
 def configure_feedback(c: Config) -> Config:
