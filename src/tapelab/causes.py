@@ -436,6 +436,10 @@ _CATALOGUE = (
           "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
     Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
           "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
+    # 04_persistent_tapes, Exercise 4.6 (a GAN step)
+    Cause("gan-labels", "a GAN loss with the wrong labels for real or generated samples",
+          "The discriminator labels real samples real (or their smoothed value) and generated ones 0; the "
+          "generator labels its own samples 1."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
