@@ -439,6 +439,10 @@ _CATALOGUE = (
     # fixing a None gradient, notebook 05 (Exercise 5.1)
     Cause("none-silenced", "a `None` gradient turned into zeros (`UnconnectedGradients.ZERO`) instead of fixed",
           "Find the line that breaks the path from the source to the loss and fix it; zeros only hide the break."),
+    # 04_persistent_tapes, Exercise 4.6 (a GAN step)
+    Cause("gan-labels", "a GAN loss with the wrong labels for real or generated samples",
+          "The discriminator labels real samples real (or their smoothed value) and generated ones 0; the "
+          "generator labels its own samples 1."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -233,4 +233,66 @@ def hvp(x, v):
 ''', "outside-tape", "`grad_dot_v` is computed after the outer `with` block, so the outer tape never recorded "
            "it and its gradient is None; indent that line into the block."),
     ],
+    "ex4_6_answer": [
+        Fresh("the generator's samples labelled 0 in its own loss", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.zeros_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'gan-labels',
+              "The generator's loss labels its own samples 0, so the generator learns to look fake; it wants to pass for real: `loss_fn(tf.ones_like(fake_out), fake_out)`."),
+        Fresh("the generator's loss as minus the discriminator's", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = -d_loss
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'wrong-target',
+              "`-d_loss` is the minimax generator loss; the task asks for the loss that labels the generator's samples 1."),
+        Fresh('real samples labelled 1, the smoothing left out', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn(tf.ones_like(real_out), real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'gan-labels',
+              "The task labels real samples with the smoothed value, not 1, in the discriminator's loss."),
+        Fresh('each optimizer given the other model', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    d_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    g_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'swapped-optimizers',
+              '`g_opt` must step the generator and `d_opt` the discriminator; here each steps the other.'),
+    ],
 }

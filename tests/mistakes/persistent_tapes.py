@@ -339,4 +339,76 @@ def hvp(x, v):
     return tf.linalg.matvec(hessian, v)
 ''', "you formed the whole Hessian"),
     ],
+    "ex4_6_answer": [
+        Mistake('one ordinary tape for both losses', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'A non-persistent tape answers one `gradient` call'),
+        Mistake("the generator stepped along the discriminator's loss", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(d_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'The generator moved to help the discriminator'),
+        Mistake('the fake batch made before the tapes open', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    fake = generator(z, training=True)
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'Every gradient was `None`'),
+        Mistake("g_opt steps both models along the generator's loss", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars + d_vars), g_vars + d_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', "also applies the gradient of `g_loss` to the discriminator's variables"),
+        Mistake('the generator called without training=True', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.$loss_code
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn($real_labels, real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''', 'inference mode'),
+    ],
 }

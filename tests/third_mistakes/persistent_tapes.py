@@ -236,4 +236,71 @@ def hvp(x, v):
 ''', "The value is right, but it builds the whole n × n Hessian, which the exercise avoids: let the outer tape "
             "differentiate the scalar g·v instead.", TF + "25040"),
     ],
+    "ex4_6_answer": [
+        Reported("one ordinary tape asked for both players' gradients", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn(0.9 * tf.ones_like(real_out), real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''',
+                 "An ordinary tape is released by its first `gradient` call, so the discriminator's call raises; use two tapes opened in one `with` statement, or one persistent tape deleted after both calls.",
+                 'https://github.com/manicman1999/StyleGAN2-Tensorflow-2.0/issues/14'),
+        Reported('the fake samples passed to the discriminator as NumPy', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake.numpy(), training=True)
+        d_loss = loss_fn(0.9 * tf.ones_like(real_out), real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''',
+                 '`.numpy()` cuts the path from the generator to its loss, so every generator gradient is None and the optimizer refuses them; pass the tensor `fake` itself.',
+                 'https://github.com/tensorflow/tensorflow/issues/31919'),
+        Reported("the generator's step also trains the discriminator", '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=True)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn(0.9 * tf.ones_like(real_out), real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars = generator.trainable_variables + discriminator.trainable_variables
+    d_vars = discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''',
+                 "`g_opt` steps the discriminator's variables too, along the generator's loss, which teaches the discriminator to be fooled; give `g_opt` only the generator's variables.",
+                 'https://github.com/xiaowei-hu/CycleGAN-tensorflow/issues/3'),
+        Reported('the generator in inference mode while training', '''
+def gan_step(generator, discriminator, g_opt, d_opt, real, z):
+    loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = generator(z, training=False)
+        real_out = discriminator(real, training=True)
+        fake_out = discriminator(fake, training=True)
+        d_loss = loss_fn(0.9 * tf.ones_like(real_out), real_out) + loss_fn(tf.zeros_like(fake_out), fake_out)
+        g_loss = loss_fn(tf.ones_like(fake_out), fake_out)
+    g_vars, d_vars = generator.trainable_variables, discriminator.trainable_variables
+    g_opt.apply(g_tape.gradient(g_loss, g_vars), g_vars)
+    d_opt.apply(d_tape.gradient(d_loss, d_vars), d_vars)
+    return d_loss, g_loss
+''',
+                 "The generator runs with `training=False`, so its BatchNormalization layer uses its moving statistics instead of the batch's; call it with `training=True` in the training step.",
+                 'https://github.com/google/objax/issues/90'),
+    ],
 }

@@ -1,10 +1,12 @@
-"""The rule of Exercises 4.3 to 4.5 (notebook 04_persistent_tapes): a higher derivative comes from two nested
-tapes, one per order of derivative, not from one persistent tape that records its own `gradient` call."""
+"""The rules of notebook 04_persistent_tapes: `gradient` is called after its own tape's `with` block (every
+exercise), and (Exercises 4.3 to 4.5) a higher derivative comes from two nested tapes, one per order of
+derivative, not from one persistent tape that records its own `gradient` call."""
 from __future__ import annotations
 
+from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["INSIDE_WITH_LOG", "NESTED_REMEDIES", "require_nested_tapes"]
+__all__ = ["INSIDE_WITH_LOG", "NESTED_REMEDIES", "TapeExercise", "require_nested_tapes"]
 
 INSIDE_WITH_LOG = "significantly less efficient"  # TensorFlow's warning for `gradient` inside a persistent block
 
@@ -33,3 +35,19 @@ def require_nested_tapes(facts, logs: list[str]) -> None:
             "the release: each ordinary tape drops its record by itself after its one call, where one persistent "
             "tape keeps both passes until you `del` it. Did you nest two tapes, an inner one for the first "
             "derivative inside an outer one for the second?", cause="one-tape-second-derivative")
+
+
+class TapeExercise(Exercise):
+    """An exercise of notebook 04: one rule, `gradient` is called after its own tape's `with` block."""
+
+    def _reject_gradient_inside_with(self, facts, logs: list[str]) -> None:
+        # TensorFlow logs its warning once per process, so the source is the better witness.
+        inside = facts.inside_own_block()
+        if inside or any(INSIDE_WITH_LOG in line for line in logs):
+            call = f"`{inside[0].text()}`" if inside else "`gradient`"
+            raise Incorrect(
+                f"Your values are right, but you called {call} inside the `with` block of its own tape. "
+                "The rule in this notebook: call `gradient` after the block, unless you want the tape to record the "
+                "gradient computation itself (a higher derivative); inside, a persistent tape records every "
+                "gradient op too, which TensorFlow warns is significantly less efficient. Did you move the "
+                "`gradient` calls after the `with` block?", cause="gradient-inside-block")

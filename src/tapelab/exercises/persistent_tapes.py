@@ -1,5 +1,5 @@
 """Exercises of notebook 04_persistent_tapes: one gradient per example from one persistent tape and releasing
-it (4.3 and 4.4, nested tapes, live in second_order.py, 4.5 in hessian_vector.py)."""
+it (4.3 and 4.4, nested tapes, live in second_order.py, 4.5 in hessian_vector.py, 4.6 in gan_step.py)."""
 from __future__ import annotations
 
 import ast
@@ -19,25 +19,10 @@ from tapelab.checker.oracle import numeric_gradient
 from tapelab.checker.variants import Space
 from tapelab.exercises.hessian_vector import ex4_5
 from tapelab.exercises.second_order import ex4_3, ex4_4
-from tapelab.exercises.nested_rule import INSIDE_WITH_LOG
+from tapelab.exercises.gan_step import ex4_6
+from tapelab.exercises.nested_rule import TapeExercise as _TapeExercise
 
-__all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4", "ex4_5"]
-
-
-class _TapeExercise(Exercise):
-    """An exercise of this notebook: one rule, `gradient` is called after its own tape's `with` block."""
-
-    def _reject_gradient_inside_with(self, facts, logs: list[str]) -> None:
-        # TensorFlow logs its warning once per process, so the source is the better witness.
-        inside = facts.inside_own_block()
-        if inside or any(INSIDE_WITH_LOG in line for line in logs):
-            call = f"`{inside[0].text()}`" if inside else "`gradient`"
-            raise Incorrect(
-                f"Your values are right, but you called {call} inside the `with` block of its own tape. "
-                "The rule in this notebook: call `gradient` after the block, unless you want the tape to record the "
-                "gradient computation itself (a higher derivative); inside, a persistent tape records every "
-                "gradient op too, which TensorFlow warns is significantly less efficient. Did you move the "
-                "`gradient` calls after the `with` block?", cause="gradient-inside-block")
+__all__ = ["ex4_1", "ex4_2", "ex4_3", "ex4_4", "ex4_5", "ex4_6"]
 
 
 # ---------------------------------------------------------------- 4.1 one gradient per example
