@@ -26,8 +26,9 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
     ("'method' object is not iterable", "metrics-not-property",
      "Keras iterates `self.metrics`, but yours is a plain method. Did you forget `@property` above `def metrics(self):`?"),
     ("No gradients provided for any variable", "no-gradients",
-     "Every gradient was `None`. Did you call the model and compute the loss inside the "
-     "`with tf.GradientTape() as tape:` block?"),
+     "Every gradient was `None`: the tape holds no path from these variables to the loss. It records one only "
+     "where the model is called and the loss computed inside the `with tf.GradientTape() as tape:` block, in "
+     "TensorFlow operations (a `.numpy()` or a NumPy function on the way cuts it)."),
     ("Unknown variable", "unknown-variable",
      "An optimizer is built for the variables it first sees and refuses any other. Did you give an "
      "optimizer variables that belong to another one? With two optimizers, give each its own layer's variables."),
