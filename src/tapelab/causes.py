@@ -436,6 +436,11 @@ _CATALOGUE = (
           "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
     Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
           "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
+    # 05_debugging_none, Exercise 5.4 (a clipped straight-through estimator)
+    Cause("unclipped-ste", "a straight-through gradient passed where the forward pass clips and holds the value still",
+          "Clip before the straight-through rounding, so the clip's own gradient is 0 outside its range."),
+    Cause("no-clip", "the clip to the task's range dropped from the forward pass",
+          "Clip the values to the task's range with `tf.clip_by_value` before rounding them."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}
