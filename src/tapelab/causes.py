@@ -443,6 +443,11 @@ _CATALOGUE = (
     Cause("gan-labels", "a GAN loss with the wrong labels for real or generated samples",
           "The discriminator labels real samples real (or their smoothed value) and generated ones 0; the "
           "generator labels its own samples 1."),
+    # 05_debugging_none, Exercise 5.4 (a clipped straight-through estimator)
+    Cause("unclipped-ste", "a straight-through gradient passed where the forward pass clips and holds the value still",
+          "Clip before the straight-through rounding, so the clip's own gradient is 0 outside its range."),
+    Cause("no-clip", "the clip to the task's range dropped from the forward pass",
+          "Clip the values to the task's range with `tf.clip_by_value` before rounding them."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -50,10 +50,11 @@ $shift_line    x = tf.constant([0.5, -1.0, 3.0])
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
         pred = x * w + b
-        loss = tf.reduce_mean($err ** $p)
+        error = $err_value
+        loss = tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
-''', "elementwise-not-matmul", "The linear model is `x @ w`: `x * w` multiplies elementwise, which fails "
-     "(or broadcasts) for a `(n, d)` input and a `(d, 1)` weight."),
+''', "elementwise-not-matmul", "The linear model is `tf.matmul(x, w)`: `x * w` multiplies elementwise, which "
+     "fails (or broadcasts) for a `(n, d)` input and a `(d, 1)` weight."),
         Fresh("gradients returned in the order [b, w]", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
@@ -65,15 +66,16 @@ def fixed_gradients(w, b, x, y):
         Fresh("the half-MSE convention", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
-        loss = 0.5 * tf.reduce_mean($err ** $p)
+        pred = tf.matmul(x, w) + b
+        error = $err_value
+        loss = 0.5 * tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
 ''', "constant-factor", "The loss asked for is `mean($err_full**$p)`; your `0.5 *` halves both "
      "gradients. Drop the factor."),
-        Fresh("np.square in the loss", '''
+        Fresh("NumPy's square instead of .numpy()", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
+        pred = tf.matmul(x, w) + b
         loss = tf.reduce_mean($np_err)
     return tape.gradient(loss, [w, b])
 ''', "numpy-in-path", "`$np_fn` returns a NumPy array, which the tape does not record, so both "
@@ -133,37 +135,43 @@ def two_steps(w, x, y, lr):
     ],
     "ex5_4_answer": [
         Fresh("stop_gradient around the rounding only", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = z + tf.stop_gradient(tf.round(z$div)$mul) - z
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', ("zero-gradient", "stop-gradient"), "With `tf.stop_gradient(tf.round(z$div)$mul)` alone, the `+ z` and `- z` "
      "cancel in the backward pass too, so the gradient is 0; the `- z` belongs inside the stop: "
      "`z + tf.stop_gradient(tf.round(z$div)$mul - z)`."),
-        Fresh("the weight rounded instead of the prediction", '''
-def rounded_gradient(w, x, y):
+        Fresh("a hard-tanh style mask, symmetric about 0", '''
+def clipped_gradient(w, x, y):
+    @tf.custom_gradient
+    def quantise(z):
+        def grad(upstream):
+            return upstream * tf.cast(tf.abs(z) <= $hi, z.dtype)
+        return tf.clip_by_value(tf.round(z$div)$mul, $lo, $hi), grad
+
     with tf.GradientTape() as tape:
-        w_int = w + tf.stop_gradient(tf.round(w$div)$mul - w)
-        pred = w_int * x
+        pred = quantise(w * x)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "wrong-target", "The prediction to round is `w * x`; you round `w` and multiply afterwards, which "
-     "is another model. Apply the straight-through rounding to `z = w * x`."),
+''', "unclipped-ste", "The forward value is right, but the mask `|z| ≤ $hi_text` is symmetric while the range "
+     "is [$lo_text, $hi_text]: entries below $lo_text still pass a gradient although the clip holds them. Mask "
+     "with `(z >= $lo) & (z <= $hi)`."),
         Fresh("rounded values cast to int32", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = z + tf.stop_gradient(tf.cast(tf.round(z$div)$mul, tf.int32) - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "dtype-clash", "`tf.cast(..., tf.int32) - z` subtracts a float32 tensor from an int32 one, which "
-     "TensorFlow refuses; `tf.round` already gives whole numbers in float32, keep it so."),
+     "TensorFlow refuses; `tf.round` already gives whole steps in float32, keep it so."),
         Fresh("the one-line estimator with the terms misplaced", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = tf.round(z$div)$mul - z + tf.stop_gradient(z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)

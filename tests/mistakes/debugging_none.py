@@ -18,39 +18,45 @@ $shift_line    x = tf.constant([0.5, -1.0, 3.0])
 """, "the loss's value"),
     ],
     "ex5_2_answer": [
-        Mistake("stop_gradient moved onto the bias", '''
+        Mistake("the tensor conversion kept", '''
 def fixed_gradients(w, b, x, y):
+    w = tf.convert_to_tensor(w)
     with tf.GradientTape() as tape:
-        pred = x @ w + tf.stop_gradient(b)
-        loss = tf.reduce_mean($err ** $p)
+        pred = tf.matmul(x, w) + b
+        error = $err_value
+        loss = tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
-''', "`tf.stop_gradient` blocks gradients"),
+''', "replaces the variable `w` you were given"),
         Mistake("prediction before the tape", '''
 def fixed_gradients(w, b, x, y):
-    pred = x @ w + b
+    pred = tf.matmul(x, w) + b
     with tf.GradientTape() as tape:
-        loss = tf.reduce_mean($err ** $p)
+        error = $err_value
+        loss = tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
 ''', "`pred` is computed from"),
-        Mistake("stop_gradient left in", '''
+        Mistake(".numpy() left in", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(x @ w) + b
-        loss = tf.reduce_mean($err ** $p)
+        pred = tf.matmul(x, w) + b
+        error = $err.numpy()
+        loss = tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
-''', "`tf.stop_gradient` blocks gradients"),
-        Mistake("loss still computed outside the tape", '''
+''', "leaves TensorFlow"),
+        Mistake("loss computed outside the tape", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
-    loss = tf.reduce_mean($err ** $p)
+        pred = tf.matmul(x, w) + b
+        error = $err_value
+    loss = tf.reduce_mean(error ** $p)
     return tape.gradient(loss, [w, b])
 ''', "compute `loss` inside the `with"),
         Mistake("sum instead of mean", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
-        loss = tf.reduce_sum($err ** $p)
+        pred = tf.matmul(x, w) + b
+        error = $err_value
+        loss = tf.reduce_sum(error ** $p)
     return tape.gradient(loss, [w, b])
 ''', "4 times the right ones"),
     ],
@@ -111,58 +117,74 @@ def two_steps(w, x, y, lr):
 ''', "uphill"),
     ],
     "ex5_4_answer": [
-        Mistake("stop_gradient around the whole rounding", '''
-def rounded_gradient(w, x, y):
+        Mistake("stop_gradient around the whole quantiser", '''
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(tf.round(w * x$div)$mul)
+        pred = tf.stop_gradient(tf.clip_by_value(tf.round(w * x$div)$mul, $lo, $hi))
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "`tf.stop_gradient` blocks gradients"),
         Mistake("NumPy rounding", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = np.round(z$div)$mul
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "leaves TensorFlow"),
         Mistake("cast to int", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.cast(tf.cast(w * x$div, tf.int32), tf.float32)$mul
+        pred = tf.clip_by_value(tf.cast(tf.cast(w * x$div, tf.int32), tf.float32)$mul, $lo, $hi)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "tf.cast(w * x$div, tf.int32)"),
         Mistake("plain tf.round", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.round(w * x$div)$mul
+        pred = tf.clip_by_value(tf.round(w * x$div)$mul, $lo, $hi)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "`tf.round(w * x$div)` has no gradient"),
         Mistake("rounding dropped", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = w * x
+        pred = tf.clip_by_value(w * x, $lo, $hi)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "gradient without rounding"),
+''', "clipped predictions without rounding"),
         Mistake("loss computed outside the tape", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = z + tf.stop_gradient(tf.round(z$div)$mul - z)
     loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "compute `loss` inside the `with"),
-        Mistake("halves rounded up", '''
-def rounded_gradient(w, x, y):
+        Mistake("the clip inside the stopped correction", '''
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
         z = w * x
+        pred = z + tf.stop_gradient(tf.clip_by_value(tf.round(z$div)$mul, $lo, $hi) - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "where the clip holds the prediction still"),
+        Mistake("halves rounded up", '''
+def clipped_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = tf.clip_by_value(w * x, $lo, $hi)
         pred = z + tf.stop_gradient(tf.floor(z$div + 0.5)$mul - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "a half to the even neighbour"),
+        Mistake("the clip left out", '''
+def clipped_gradient(w, x, y):
+    with tf.GradientTape() as tape:
+        z = w * x
+        pred = z + tf.stop_gradient(tf.round(z$div)$mul - z)
+        loss = tf.reduce_mean((pred - y) ** 2)
+    return tape.gradient(loss, w)
+''', "without the clip"),
     ],
     "ex5_5_answer": [
         Mistake("the optimizer applied anyway", '''

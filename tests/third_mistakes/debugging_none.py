@@ -52,34 +52,38 @@ def fixed_gradient(start):
                  TF + "36596"),
     ],
     "ex5_2_answer": [
-        Reported("stop_gradient removed, loss still outside the tape", '''
+        Reported("both faults removed, loss still outside the tape", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
-    loss = tf.reduce_mean((pred - y) ** 2)
+        pred = tf.matmul(x, w) + b
+        error = pred - y
+    loss = tf.reduce_mean(error ** 2)
     return tape.gradient(loss, [w, b])
-''', "Only half the fix: the loss is still computed after the `with` block, so the tape never saw it and both "
+''', "Only half the fix: the loss is computed after the `with` block, so the tape never saw it and both "
             "gradients are None; indent the loss line into the block.", TF + "27660"),
-        Reported("stop_gradient kept on the product", '''
+        Reported("the tensor conversion kept", '''
 def fixed_gradients(w, b, x, y):
+    w = tf.convert_to_tensor(w)
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(x @ w) + b
-        loss = tf.reduce_mean((pred - y) ** 2)
+        pred = tf.matmul(x, w) + b
+        error = pred - y
+        loss = tf.reduce_mean(error ** 2)
     return tape.gradient(loss, [w, b])
-''', "`tf.stop_gradient(x @ w)` still blocks every path from the loss to `w`, so `dl_dw` is None; remove it, "
-            "the task's loss has no stopped part.", TF + "49001"),
+''', "`tf.convert_to_tensor(w)` makes a plain tensor from the variable before the tape opens; a tape watches "
+            "variables, not tensors, so `dl_dw` is None. Drop that line and use the variable itself.", TF + "29942"),
         Reported("the loss summed instead of averaged", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
-        loss = tf.reduce_sum((pred - y) ** 2)
+        pred = tf.matmul(x, w) + b
+        error = pred - y
+        loss = tf.reduce_sum(error ** 2)
     return tape.gradient(loss, [w, b])
 ''', "The task's loss is the mean of the squared errors; `tf.reduce_sum` makes both gradients as many times too "
             "large as there are rows. Use `tf.reduce_mean`.", TF + "25476"),
         Reported("the loss averaged with NumPy", '''
 def fixed_gradients(w, b, x, y):
     with tf.GradientTape() as tape:
-        pred = x @ w + b
+        pred = tf.matmul(x, w) + b
         loss = np.mean((pred - y) ** 2)
     return tape.gradient(loss, [w, b])
 ''', "`np.mean` converts the tensor to NumPy and returns a plain number, which the tape cannot trace back to "
@@ -141,41 +145,42 @@ def two_steps(w, x, y, lr):
     ],
     "ex5_4_answer": [
         Reported("plain tf.round in the forward pass", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        pred = tf.round(w * x)
+        pred = tf.clip_by_value(tf.round(w * x / 0.5) * 0.5, -1.0, 3.0)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "`tf.round` has no gradient, so the tape returns None; keep the rounded forward value but let the "
-            "gradient through: `z + tf.stop_gradient(tf.round(z) - z)`.", TF + "5888"),
-        Reported("stop_gradient around the whole rounding", '''
-def rounded_gradient(w, x, y):
+            "gradient through: clip `z = w * x` first, then `z + tf.stop_gradient(tf.round(z / 0.5) * 0.5 - z)`.",
+            TF + "5888"),
+        Reported("stop_gradient around the whole quantiser", '''
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
-        pred = tf.stop_gradient(tf.round(z))
+        z = tf.clip_by_value(w * x, -1.0, 3.0)
+        pred = tf.stop_gradient(tf.round(z / 0.5) * 0.5)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "Stopping the gradient of the whole prediction cuts `w` off entirely (None); the straight-through trick "
-            "stops only the correction: `z + tf.stop_gradient(tf.round(z) - z)`.",
+            "stops only the correction: `z + tf.stop_gradient(tf.round(z / 0.5) * 0.5 - z)`.",
             "https://github.com/Justin-Tan/generative-compression/issues/27"),
         Reported("floor where round is asked", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
-        pred = z + tf.stop_gradient(tf.floor(z) - z)
+        z = tf.clip_by_value(w * x, -1.0, 3.0)
+        pred = z + tf.stop_gradient(tf.floor(z / 0.5) * 0.5 - z)
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
-''', "The straight-through form is right, but `tf.floor` rounds down, not to the nearest (half to even) as "
-            "`tf.round` does, so the forward predictions and the gradient differ; use `tf.round`.", TF + "8625"),
+''', "The straight-through form and the clip are right, but `tf.floor` rounds down, not to the nearest step "
+            "as `tf.round` does, so the forward predictions and the gradient differ; use `tf.round`.", TF + "8625"),
         Reported("rounding by a cast to int", '''
-def rounded_gradient(w, x, y):
+def clipped_gradient(w, x, y):
     with tf.GradientTape() as tape:
-        z = w * x
-        pred = tf.cast(tf.cast(z + 0.5, tf.int32), tf.float32)
+        z = tf.clip_by_value(w * x, -1.0, 3.0)
+        pred = tf.cast(tf.cast(z / 0.5 + 0.5, tf.int32), tf.float32) * 0.5
         loss = tf.reduce_mean((pred - y) ** 2)
     return tape.gradient(loss, w)
 ''', "A cast to an integer type has no gradient, so the loss is cut off from `w` (None), and adding 0.5 then "
-            "truncating is not `tf.round`'s half-to-even rule; use `z + tf.stop_gradient(tf.round(z) - z)`.",
+            "truncating is not `tf.round`'s rounding; use `z + tf.stop_gradient(tf.round(z / 0.5) * 0.5 - z)`.",
             TF + "47083"),
     ],
     "ex5_5_answer": [

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tapelab.checker.compare import to_numpy
 from tapelab.checker.wrong_answers import Alternative, arrangement, wrong_value
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
@@ -47,6 +46,7 @@ def _error_words(p: int) -> dict:
     even = p % 2 == 0
     sup, ordinal = _POWERS[p]
     return {"err": "(pred - y)" if even else "tf.abs(pred - y)",
+            "err_value": "pred - y" if even else "tf.abs(pred - y)",
             "err_full": "(x @ w + b - y)" if even else "tf.abs(x @ w + b - y)",
             "np_err": "np.square(pred - y)" if p == 2 else f"np.abs(pred - y) ** {p}",
             "np_fn": "np.square" if p == 2 else "np.abs",
@@ -60,6 +60,7 @@ class FixTheStep(Exercise):
     # The power p of the error in the loss, mean(|x @ w + b - y|^p) (2 in the notebook's text).
     space = Space(default={"p": 2}, draws={"p": lambda rng: int(rng.choice([3, 4, 5, 6]))},
                   wording={"err": lambda v: _error_words(v["p"])["err"],
+                           "err_value": lambda v: _error_words(v["p"])["err_value"],
                            "err_text": lambda v: _error_words(v["p"])["err_text"],
                            **{name: (lambda v, name=name: _error_words(v["p"])[name])
                               for name in ("err_full", "np_err", "np_fn", "loss_name")}})
@@ -67,19 +68,23 @@ class FixTheStep(Exercise):
 
 ```python
 def broken_gradients(w, b, x, y):
+    w = tf.convert_to_tensor(w)
     with tf.GradientTape() as tape:
-        pred = tf.stop_gradient(x @ w) + b
-    loss = tf.reduce_mean(${err} ** ${p})
+        pred = tf.matmul(x, w) + b
+        error = ${err}.numpy()
+        loss = tf.reduce_mean(error ** ${p})
     return tape.gradient(loss, [w, b])
 ```
 
 Write `fixed_gradients(w, b, x, y)` that returns `[dl_dw, dl_db]` for `loss = mean(${err_text})`. `w` and `b` are
 variables, `x` and `y` constant tensors. The test compares your gradients with finite differences."""
     visible_cases = ("worked",)
-    praise = "both gradients flow again: the loss is recorded and nothing blocks the path."
+    praise = "both gradients flow again: `w` stays the watched variable and every step to the loss is TensorFlow's."
     hints = (
-        "Two things are wrong in `broken_gradients`: one is where a line sits, the other is a call that should go.",
-        "Move the loss inside the `with` block, and drop `tf.stop_gradient` from the prediction.",
+        "Two things cut the path, neither of them the ones section 4 fixed: one line before the tape, one call "
+        "inside it. Ask the checklist of section 1 about each source.",
+        "`tf.convert_to_tensor(w)` binds `w` to a tensor the tape does not watch: drop that line. `.numpy()` hands "
+        "the error to NumPy: keep `error` a tensor.",
     )
 
     def check_case(self, fn, spec, facts):
@@ -228,82 +233,100 @@ def _step_words(q: float) -> dict:
             "pred": f"{q:g} * round(w * x / {q:g})", "rounded_z": f"{q:g} * round(z / {q:g})"}
 
 
+def _clip_words(v) -> dict:
+    """The clip range of 5.4 in code (`-1.0`, a float, as `tf.clip_by_value` is given it) and in the text (`-1`)."""
+    lo, hi = v["low"] * v["q"], v["high"] * v["q"]
+    return {"lo": repr(float(lo)), "hi": repr(float(hi)), "lo_text": f"{lo:g}", "hi_text": f"{hi:g}"}
+
+
+# 5.4's cases, in steps of q: x = q * x_steps, y = q * y_steps, so w * x / q is the same on every variant. Each
+# |w * x / q| has a fractional part in [0.6, 0.85] (never a bound of the range, and never within half a step
+# outside it, where clipping before or after the rounding would disagree), but for one tie, 2.5, inside every
+# drawn range: `tf.round` takes it to the even 2, where rounding halves up gives 3.
+_STE_CASES = ((0.5, (-7.4, -3.2, 1.4, 5.0, 5.6, 11.3, 13.4, 19.2), (2.0, -1.0, -1.0, 4.0, 3.0, 7.0, 4.0, 5.0)),)
+
+
 class StraightThrough(Exercise):
     number = "5.4"
-    remedies = {  # the task fixes the rounding (tf.round's, a half to the even neighbour) and keeps stop_gradient
+    remedies = {  # the task keeps stop_gradient around the rounding's correction, and tf.round's rounding
         "remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's correction "
-                                "only: `z + tf.stop_gradient(rounded - z)`, with `z = w * x` and `rounded` the task's "
-                                "rounding of it, passes `z`'s gradient.",
-        "keep-with-ste": "The task rounds as `tf.round` does (a half to the even neighbour) and lets the gradient "
-                         "through: `z + tf.stop_gradient(rounded - z)`, with `rounded` that rounding of `z = w * x`."}
-    answer = "rounded_gradient"
-    # The rounding step q: predictions are multiples of q (1 in the notebook's text). A power of two, so that
-    # dividing by it is exact and a case's inputs, scaled by q, put w * x / q where q = 1 puts w * x.
-    space = Space(default={"q": 1}, draws={"q": lambda rng: float(rng.choice([0.25, 0.5, 2, 4]))},
+                                "only: `z + tf.stop_gradient(rounded - z)`, with `z` the clipped `w * x` and "
+                                "`rounded` the task's rounding of it, passes the clip's gradient.",
+        "keep-with-ste": "The task rounds to the nearest step as `tf.round` does and lets the gradient through: "
+                         "`z + tf.stop_gradient(rounded - z)`, with `z` the clipped `w * x` and `rounded` that "
+                         "rounding of it."}
+    answer = "clipped_gradient"
+    # The step q (a power of two, so dividing by it is exact) and the clip range [low * q, high * q]: predictions
+    # are multiples of q in that range (0.5 in [-1, 3] in the notebook's text). The visible case puts w * x / q
+    # below and above every drawn range, so a gradient that ignores the clip never matches.
+    space = Space(default={"q": 0.5, "low": -2, "high": 6},
+                  draws={"q": lambda rng: float(rng.choice([0.25, 0.5, 1, 2])),
+                         "low": lambda rng: int(rng.integers(-2, 1)), "high": lambda rng: int(rng.integers(4, 8))},
                   wording={**{name: (lambda v, name=name: _step_words(v["q"])[name])
-                              for name in ("div", "mul", "what", "pred", "rounded_z")},
-                           "ties": lambda v: ", ".join(f"{a * v['q']:g} → {b * v['q']:g}"
-                                                       for a, b in ((0.5, 0), (1.5, 2), (2.5, 2)))})
-    statement = """A model predicts ${what}: `pred = ${pred}`, rounded as `tf.round` rounds, a half to the even
-neighbour (${ties}), not always up. Write `rounded_gradient(w, x, y)` that returns d loss / d w for
-`loss = mean((pred - y)²)`, where the forward pass uses the rounded predictions and the backward pass treats
-rounding as the identity. You may use `tf.custom_gradient` (defined inside your function) or the one-line form
-above. `w` is a scalar variable, `x` and `y` 1-D constants."""
-    # The second case puts w * x / q on halves (0.5, 1.5, 2.5): `tf.round` takes them to the even neighbour.
-    # check_case scales each case's x and y by q.
-    visible_cases = ((1.3, (1.0, 2.0, 3.0), (2.0, 2.0, 5.0)), (0.5, (1.0, 3.0, 5.0), (1.0, 1.0, 3.0)))
-    praise = "the forward pass rounds, the backward pass lets the gradient through: a straight-through estimator."
+                              for name in ("div", "mul", "what", "pred")},
+                           **{name: (lambda v, name=name: _clip_words(v)[name])
+                              for name in ("lo", "hi", "lo_text", "hi_text")}})
+    statement = """A quantised model predicts ${what} between ${lo_text} and ${hi_text}:
+`pred = clip(${pred}, ${lo_text}, ${hi_text})`, with `tf.round`'s rounding (a half goes to the even
+neighbour). Where `w * x` lies outside that range the clip holds the
+prediction still, so no gradient should pass there. Write `clipped_gradient(w, x, y)` that returns d loss / d w
+for `loss = mean((pred - y)²)`: the forward pass uses the clipped, rounded predictions; the backward pass
+treats the rounding as the identity where `${lo_text} ≤ w * x ≤ ${hi_text}` and passes 0 outside. `w` is a scalar
+variable, `x` and `y` 1-D constants."""
+    visible_cases = _STE_CASES
+    praise = "the forward pass rounds and clips; the gradient passes the rounding and stops where the clip holds."
     hints = (
-        "`tf.round` and a cast to int have no gradient. You need a forward value that is rounded, "
-        "and a backward pass that acts as if it were not.",
-        "`z + tf.stop_gradient(tf.round(z$div)$mul - z)` equals `$rounded_z`, but its gradient is that of `z`.",
+        "`tf.clip_by_value` has the backward pass the task asks for: gradient 1 inside its range, 0 outside. "
+        "`tf.round` has none at all.",
+        "Clip first, `z = tf.clip_by_value(w * x, $lo, $hi)`, then round straight through: "
+        "`z + tf.stop_gradient(tf.round(z$div)$mul - z)`.",
     )
 
     def check_case(self, fn, case, facts):
-        w0, xs, ys = case
-        words, q = self.variant, self.variant["q"]
-        x, y = q * np.array(xs), q * np.array(ys)
+        w0, x_steps, y_steps = case
+        v, q = self.variant, self.variant["q"]
+        lo, hi = v["low"] * q, v["high"] * q
+        x, y = q * np.array(x_steps), q * np.array(y_steps)
         got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32),
                         tf.constant(y, tf.float32), shown=f"w=tf.Variable({w0})").value
-        z = np.float32(w0) * x.astype(np.float32) / np.float32(q)  # as TF computes it: exact for a power of two
-        expected = 2 * np.mean((q * np.round(z).astype(np.float64) - y) * x)
-        round_z = f"tf.round(z{words['div']}){words['mul']}"
         if got is None:
             raise _none_feedback(fn, facts, "dl_dw", None, "w", _VALUES)
+        z = (np.float32(w0) * x.astype(np.float32)).astype(np.float64)  # as TF computes it: exact steps of q
+        inside = (z >= lo) & (z <= hi)
+        rounded = q * np.round(z / q)
+        pred = np.clip(rounded, lo, hi)
+        slope = lambda p, mask: 2 * np.mean((p - y) * x * mask)  # noqa: E731 (d loss / d w through the mask)
+        round_z = f"tf.round(z{v['div']}){v['mul']}"
         blocked = [Alternative(
             "nothing through the rounding", 0.0, "stop-gradient",
             "The gradient is exactly 0: your `tf.stop_gradient` blocks the whole path through the rounding. The "
             f"straight-through estimator stops only the rounding's correction: `z + tf.stop_gradient({round_z} - z)`"
             " passes `z`'s gradient.")] if facts.calls_to("stop_gradient") else []
-        probed = lambda formula: lambda: self._probe(fn, formula)  # noqa: E731 (a second input, see _probe)
-        weight_rounded = lambda w, x_, y_: 2 * np.mean((q * np.round(w / q) * x_ - y_) * x_)  # noqa: E731
-        floored = lambda w, x_, y_: 2 * np.mean(  # noqa: E731
-            (q * np.floor(np.float32(w) * x_.astype(np.float32) / np.float32(q)) - y_) * x_)
-        problem = wrong_value("dl_dw", expected, got, [Alternative(
-            "the weight rounded", weight_rounded(w0, x, y), "wrong-target",
-            "That is the straight-through gradient of a loss whose weight is rounded, "
-            f"`{words['pred'].replace('w * x', 'w')} * x`; the task rounds the prediction, `{words['pred']}`.",
-            probed(weight_rounded)), Alternative(
-            "rounded down", floored(w0, x, y), "wrong-target",
-            f"That is the straight-through gradient with the predictions rounded down, `tf.floor(w * x{words['div']})"
-            f"{words['mul']}`; the task rounds to the nearest, as `tf.round` does.", probed(floored)), Alternative(
-            "the gradient without rounding", 2 * np.mean((w0 * x - y) * x), "no-rounding",
-            "That is the gradient without rounding: the forward pass must still use the rounded "
-            f"predictions, `{words['pred']}`."), Alternative(
-            "halves rounded up", 2 * np.mean((q * np.floor(z + 0.5) - y) * x), "round-half-up",
-            f"That is the gradient with every half rounded up (`floor(z{words['div']} + 0.5){words['mul']}`); the task "
-            f"rounds as `tf.round` does, a half to the even neighbour ({words['ties']}). Use `{round_z}`."), *blocked],
-            otherwise="Is the loss the mean squared error of the rounded predictions?")
+        problem = wrong_value("dl_dw", slope(pred, inside), got, [Alternative(
+            "the gradient passed outside the range", slope(pred, 1.0), "unclipped-ste",
+            f"Your forward pass clips, but your gradient also flows where `w * x` is outside [{v['lo_text']}, "
+            f"{v['hi_text']}], where the clip holds the prediction still. Clip before the straight-through "
+            f"rounding, `z = tf.clip_by_value(w * x, {v['lo']}, {v['hi']})`, so those entries pass 0."), Alternative(
+            "no clip at all", slope(rounded, 1.0), "no-clip",
+            f"That is the straight-through gradient of the rounded predictions without the clip: the forward pass "
+            f"must also keep them in [{v['lo_text']}, {v['hi_text']}], `tf.clip_by_value(w * x, {v['lo']}, "
+            f"{v['hi']})`."), Alternative(
+            "the gradient passed on a symmetric range", slope(pred, np.abs(z) <= hi), "unclipped-ste",
+            f"Your gradient flows where `|w * x| ≤ {v['hi_text']}`, a symmetric range, but the clip holds the "
+            f"prediction still below {v['lo_text']}: pass the gradient only where `{v['lo_text']} ≤ w * x ≤ "
+            f"{v['hi_text']}`: clip first, `z = tf.clip_by_value(w * x, {v['lo']}, {v['hi']})`."), Alternative(
+            "the gradient without rounding", slope(np.clip(z, lo, hi), inside), "no-rounding",
+            "That is the gradient of the clipped predictions without rounding: the forward pass must still use "
+            f"the rounded ones, `{v['pred']}`."), Alternative(
+            "rounded down", slope(np.clip(q * np.floor(z / q), lo, hi), inside), "wrong-target",
+            f"That is the straight-through gradient with the predictions rounded down, `tf.floor(z{v['div']})"
+            f"{v['mul']}`; the task rounds to the nearest step, as `tf.round` does."), Alternative(
+            "halves rounded up", slope(np.clip(q * np.floor(z / q + 0.5), lo, hi), inside), "round-half-up",
+            f"That is the gradient with every half rounded up (`tf.floor(z{v['div']} + 0.5){v['mul']}`); `tf.round` "
+            f"takes a half to the even neighbour. Use `tf.round(z{v['div']}){v['mul']}`."), *blocked],
+            otherwise="Is the loss the mean squared error of the clipped, rounded predictions?")
         if problem:
             raise problem
-
-    def _probe(self, fn, formula) -> bool:
-        """Whether `fn`'s gradient on a second input, where the known wrong roundings all differ, is `formula`'s."""
-        q = self.variant["q"]  # the second input is scaled as the cases are
-        w0, x, y = 1.3, q * np.array([0.7, 1.9, 2.6, -1.2]), q * np.array([1.0, 2.0, 3.0, -1.0])
-        got = self.call(fn, tf.Variable(w0, dtype=tf.float32), tf.constant(x, tf.float32), tf.constant(y, tf.float32),
-                        shown=f"w=tf.Variable({w0})").value
-        return got is not None and bool(np.isclose(float(to_numpy(got)), formula(w0, x, y), rtol=1e-3, atol=1e-4))
 
 
 ex5_2 = FixTheStep()
