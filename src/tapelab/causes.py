@@ -436,6 +436,11 @@ _CATALOGUE = (
           "Keep the layers whose `trainable_weights` is not empty: a frozen layer's list is."),
     Cause("per-variable-not-per-layer", "one entry per variable (keyed by its path) where one per layer is asked",
           "Group each layer's `trainable_weights` under its `layer.name` and measure them together."),
+    # 06_fit_vs_custom, Exercise 6.6 (the root mean squared error over a validation set)
+    Cause("root-missing", "the mean squared error returned where its square root is asked",
+          "Take the square root of the mean over every row, once, at the end."),
+    Cause("root-per-batch", "a square root taken per batch and then averaged",
+          "Add up every row's squared error, divide by the number of rows, then take one square root."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

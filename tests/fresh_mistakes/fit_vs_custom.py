@@ -328,7 +328,7 @@ def evaluate(model, dataset):
     val_loss = keras.metrics.Mean()
     for x, y in dataset:
         val_loss.update_state(tf.reduce_mean($fn(y - model(x, training=False))))
-    return float(val_loss.result())
+    return ${open}float(val_loss.result())${close}
 ''', "loss-not-weighted", "A `Mean` fed one batch mean per batch averages the batch means: the short last batch "
             "counts as much as a full one. Pass `sample_weight=len(x)` to `update_state`, or add up the errors of "
             "every row and divide by the number of rows."),
@@ -337,7 +337,7 @@ def evaluate(model, dataset):
     total = 0.0
     for x, y in dataset:
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
-    return total
+    return ${open}total${close}
 ''', "sum-not-mean", "That is the sum of every row's error; the mean divides it by the number of rows."),
         Fresh("a predict helper that keeps training mode", '''
 def evaluate(model, dataset):
@@ -349,7 +349,7 @@ def evaluate(model, dataset):
         errors = $fn(y - predict(x))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "training-mode", "The helper calls the model with `training=True`: `BatchNormalization` uses each batch's own "
             "statistics and moves its moving ones, and `Dropout` drops inputs. Evaluate with `training=False`."),
         Fresh("the batch size read from the first batch", '''
@@ -360,7 +360,7 @@ def evaluate(model, dataset):
             batch_size = x.shape[0]
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
         batches += 1
-    return total / (batches * batch_size)
+    return ${open}total / (batches * batch_size)${close}
 ''', "rows-miscounted", "Multiplying the number of batches by the first batch's size counts the short last batch "
             "as full: count each batch's own rows."),
     ],

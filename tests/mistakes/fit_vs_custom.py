@@ -409,14 +409,14 @@ def evaluate(model, dataset):
         errors = $fn(y - model(x, training=True))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "Call `model(x, training=False)`"),
     Mistake("the mean of the batch means", '''
 def evaluate(model, dataset):
     losses = []
     for x, y in dataset:
         losses.append(tf.reduce_mean($fn(y - model(x, training=False))))
-    return float(tf.reduce_mean(losses))
+    return ${open}float(tf.reduce_mean(losses))${close}
 ''', "plain mean of the 3 batch means"),
     Mistake("an optimizer step while evaluating", '''
 def evaluate(model, dataset):
@@ -429,13 +429,13 @@ def evaluate(model, dataset):
         optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "changed the model's weights"),
     Mistake("only the last batch's loss", '''
 def evaluate(model, dataset):
     for x, y in dataset:
         loss = tf.reduce_mean($fn(y - model(x, training=False)))
-    return float(loss)
+    return ${open}float(loss)${close}
 ''', "the last batch alone"),
     Mistake("return inside the loop", '''
 def evaluate(model, dataset):
@@ -444,7 +444,7 @@ def evaluate(model, dataset):
         errors = $fn(y - model(x, training=False))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-        return total / count
+        return ${open}total / count${close}
 ''', "did you `return` inside the loop?"),
     Mistake("every batch counted as full", '''
 def evaluate(model, dataset):
@@ -452,6 +452,6 @@ def evaluate(model, dataset):
     for x, y in dataset:
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
         batches += 1
-    return total / (batches * 4)
+    return ${open}total / (batches * 4)${close}
 ''', "as if every batch were full"),
 ]
