@@ -448,6 +448,11 @@ _CATALOGUE = (
           "Clip before the straight-through rounding, so the clip's own gradient is 0 outside its range."),
     Cause("no-clip", "the clip to the task's range dropped from the forward pass",
           "Clip the values to the task's range with `tf.clip_by_value` before rounding them."),
+    # 06_fit_vs_custom, Exercise 6.6 (the root mean squared error over a validation set)
+    Cause("root-missing", "the mean squared error returned where its square root is asked",
+          "Take the square root of the mean over every row, once, at the end."),
+    Cause("root-per-batch", "a square root taken per batch and then averaged",
+          "Add up every row's squared error, divide by the number of rows, then take one square root."),
 )
 
 CAUSES: dict[str, Cause] = {c.code: c for c in _CATALOGUE}

@@ -1,5 +1,16 @@
 """Second-catalogue mistakes for 06_fit_vs_custom (tests/fresh_mistakes/__init__.py)."""
+import tapelab_answers
+
 from answers import Fresh
+
+
+def _edited62(*edits: tuple[str, str]) -> str:
+    """Exercise 6.2's reference template (any variant) with each (old, new) edit made everywhere (each must apply)."""
+    code = tapelab_answers.answer("6.2").template
+    for old, new in edits:
+        assert old in code, old
+        code = code.replace(old, new)
+    return code
 
 MISTAKES = {
     "ex6_1_answer": [
@@ -142,114 +153,21 @@ def make_custom_model(n_features=1):
             "`CustomModel.train_step` never runs; return `CustomModel(inputs, outputs)`."),
     ],
     "ex6_2_answer": [
-        Fresh("half the mean squared error", '''
-def make_tracked_model(n_features=1):
-    class TrackedModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = 0.5 * tf.reduce_mean(${fn}(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return TrackedModel(inputs, outputs)
-''', "constant-factor", "The `0.5 *` in your loss halves both the reported loss and every gradient; Keras's "
-            "`\"$loss\"` is the plain mean of the $error errors."),
-        Fresh("the mean absolute error copied from MAEModel", '''
-def make_tracked_model(n_features=1):
-    class TrackedModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${other_fn}(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return TrackedModel(inputs, outputs)
-''', "wrong-target", "Your loss is `tf.reduce_mean(${other_fn}(...))`, the mean ${other_error} error of MAEModel; the "
-            "exercise asks for the mean ${error} error, `tf.reduce_mean(${fn}(...))`."),
-        Fresh("self.compute_loss with no compiled loss", '''
-def make_tracked_model(n_features=1):
-    class TrackedModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return TrackedModel(inputs, outputs)
-''', "keras2-compiled-loss", "The model is compiled with an optimizer only, so `self.compute_loss` has no loss "
-            "to compute and raises; write the mean ${error} error yourself in the step."),
-        Fresh("the loss multiplied by the batch size for the tracker", '''
-def make_tracked_model(n_features=1):
-    class TrackedModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${fn}(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss * tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}
-
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return TrackedModel(inputs, outputs)
-''', "dtype-clash", "`loss * tf.shape(x)[0]` multiplies a float32 loss by an int32 row count, which TensorFlow "
-            "refuses; and weighting is the tracker's job: `update_state(loss, sample_weight=tf.shape(x)[0])`."),
+        Fresh("half the mean error", _edited62(("tf.reduce_mean(${fn}", "0.5 * tf.reduce_mean(${fn}")),
+              "constant-factor", "The `0.5 *` in your loss halves both the reported loss and every gradient; Keras's "
+              "`\"$loss\"` is the plain mean of the $error errors."),
+        Fresh("the other error as the loss", _edited62(("${fn}(y - y_pred)", "${other_fn}(y - y_pred)")),
+              "wrong-target", "Your loss is `tf.reduce_mean(${other_fn}(...))`, the mean ${other_error} error; the "
+              "exercise asks for the mean ${error} error, `tf.reduce_mean(${fn}(...))`."),
+        Fresh("self.compute_loss with no compiled loss", _edited62((
+            "loss = tf.reduce_mean(${fn}(y - y_pred))", "loss = self.compute_loss(x=x, y=y, y_pred=y_pred)")),
+              "keras2-compiled-loss", "The model is compiled with an optimizer only, so `self.compute_loss` has no "
+              "loss to compute and raises; write the mean ${error} error yourself in the step."),
+        Fresh("the loss multiplied by the batch size for the tracker", _edited62((
+            "update_state(loss, sample_weight=tf.shape(x)[0])", "update_state(loss * tf.shape(x)[0])")),
+              "dtype-clash", "`loss * tf.shape(x)[0]` multiplies a float32 loss by an int32 row count, which "
+              "TensorFlow refuses; and weighting is the tracker's job: `update_state(loss, "
+              "sample_weight=tf.shape(x)[0])`."),
     ],
     "ex6_3_answer": [
         Fresh("the ratio upside down", '''
@@ -410,7 +328,7 @@ def evaluate(model, dataset):
     val_loss = keras.metrics.Mean()
     for x, y in dataset:
         val_loss.update_state(tf.reduce_mean($fn(y - model(x, training=False))))
-    return float(val_loss.result())
+    return ${open}float(val_loss.result())${close}
 ''', "loss-not-weighted", "A `Mean` fed one batch mean per batch averages the batch means: the short last batch "
             "counts as much as a full one. Pass `sample_weight=len(x)` to `update_state`, or add up the errors of "
             "every row and divide by the number of rows."),
@@ -419,7 +337,7 @@ def evaluate(model, dataset):
     total = 0.0
     for x, y in dataset:
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
-    return total
+    return ${open}total${close}
 ''', "sum-not-mean", "That is the sum of every row's error; the mean divides it by the number of rows."),
         Fresh("a predict helper that keeps training mode", '''
 def evaluate(model, dataset):
@@ -431,7 +349,7 @@ def evaluate(model, dataset):
         errors = $fn(y - predict(x))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "training-mode", "The helper calls the model with `training=True`: `BatchNormalization` uses each batch's own "
             "statistics and moves its moving ones, and `Dropout` drops inputs. Evaluate with `training=False`."),
         Fresh("the batch size read from the first batch", '''
@@ -442,7 +360,7 @@ def evaluate(model, dataset):
             batch_size = x.shape[0]
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
         batches += 1
-    return total / (batches * batch_size)
+    return ${open}total / (batches * batch_size)${close}
 ''', "rows-miscounted", "Multiplying the number of batches by the first batch's size counts the short last batch "
             "as full: count each batch's own rows."),
     ],

@@ -14,30 +14,20 @@ def _reference_edited(number: str, *edits: tuple[str, str]) -> str:
         code = code.replace(old, new)
     return code
 
-_BUILD = '''
-    inputs = keras.Input((n_features,))
-    outputs = keras.layers.Dense(1, kernel_initializer="zeros")(inputs)
-    return CustomModel(inputs, outputs)
-'''
 
-_TRACKED_INIT = '''
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-'''
+def _edited62(*edits: tuple[str, str]) -> str:
+    """Exercise 6.2's reference (for any variant) with each (old, new) edit made everywhere."""
+    return _reference_edited("6.2", *edits)
 
-_TRACKED_STEP = '''
-        def train_step(self, data):
+
+_TEST_STEP_62 = '''        def test_step(self, data):
             x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
+            y_pred = tf.cast(self(x, training=False), y.dtype)
+            loss = tf.reduce_mean(${fn}(y - y_pred))
+            return self.track(x, y, y_pred, loss)
+
 '''
+
 
 MISTAKES = {
     "ex6_1_answer": [],  # below, edits of the reference (_edited61)
@@ -165,135 +155,38 @@ def clip_gradients(grads, max_norm):
 ''', "came back unchanged"),
     ],
     "ex6_2_answer": [
-        Mistake("compiled_loss kept", '''
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compiled_loss(y, y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
-            return {"loss": self.loss_tracker.result()}
-''' + _BUILD, "Did you keep the Keras 2 `self.compiled_loss`?"),
-        Mistake("tracker fed the predictions", '''
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${fn}(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(y_pred)
-            return {"loss": self.loss_tracker.result()}
-''' + _BUILD, "These are the mean predictions"),
-        Mistake("sum instead of mean", '''
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_sum(${fn}(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
-            return {"loss": self.loss_tracker.result()}
-''' + _BUILD, "instead of taking their mean"),
-        Mistake("loss tracker with another name", '''
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="mse")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${fn}(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
-            return {"mse": self.loss_tracker.result()}
-''' + _BUILD, "Did you name your loss metric"),
-        Mistake("tracker defined at module level", '''
-loss_tracker = keras.metrics.Mean(name="loss")
-
-def make_tracked_model(n_features=1):
-    class CustomModel(keras.Model):
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${fn}(y - y_pred))
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            loss_tracker.update_state(loss)
-            return {"loss": loss_tracker.result()}
-''' + _BUILD, "Is your tracker an attribute of the model"),
-        Mistake("metrics without @property", _TRACKED_INIT + '''
-        def metrics(self):
-            return [self.loss_tracker]
-''' + _TRACKED_STEP + '''
-            return {"loss": self.loss_tracker.result()}
-''' + _BUILD, "Did you forget `@property`"),
-        Mistake("per-example losses not averaged", _TRACKED_INIT + '''
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = keras.losses.mean_${error}_error(y, y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
-            return {"loss": self.loss_tracker.result()}
-''' + _BUILD, "summed over the batch"),
+        Mistake("compiled_loss kept", _edited62(("loss = tf.reduce_mean(${fn}(y - y_pred))",
+                                                 "loss = self.compiled_loss(y, y_pred)")),
+                "compiled_loss"),
+        Mistake("tracker fed the predictions", _edited62(("update_state(loss,", "update_state(y_pred,")),
+                "These are the mean predictions"),
+        Mistake("sum instead of mean", _edited62(("tf.reduce_mean(${fn}", "tf.reduce_sum(${fn}")),
+                "instead of taking their mean"),
+        Mistake("loss tracker with another name", _edited62(('Mean(name="loss")', 'Mean(name="${loss}_loss")')),
+                "Did you name your loss metric"),
+        Mistake("tracker defined at module level", 'loss_tracker = keras.metrics.Mean(name="loss")\n' + _edited62(
+            ('            self.loss_tracker = keras.metrics.Mean(name="loss")\n', ""),
+            ("        @property\n        def metrics(self):\n            return [self.loss_tracker, self.metric_tracker]\n\n",
+             ""),
+            ("return {m.name: m.result() for m in self.metrics}",
+             'return {"loss": loss_tracker.result(), "${metric}": self.metric_tracker.result()}'),
+            ("self.loss_tracker", "loss_tracker")), "Is your tracker an attribute of the model"),
+        Mistake("metrics without @property", _edited62(("        @property\n", "")), "Did you forget `@property`"),
+        Mistake("per-example losses not averaged", _edited62(("tf.reduce_mean(${fn}(y - y_pred))",
+                                                             "keras.losses.mean_${error}_error(y, y_pred)")),
+                "summed over the batch"),
+        Mistake("no test_step", _edited62((_TEST_STEP_62, "")), "does not override `test_step`"),
+        Mistake("test_step copied from train_step, tape and update included", _edited62((
+            "            y_pred = tf.cast(self(x, training=False), y.dtype)\n            loss = tf.reduce_mean(${fn}(y - y_pred))\n",
+            "            with tf.GradientTape() as tape:\n"
+            "                y_pred = tf.cast(self(x, training=False), y.dtype)\n"
+            "                loss = tf.reduce_mean(${fn}(y - y_pred))\n"
+            "            self.optimizer.apply(tape.gradient(loss, self.trainable_variables), self.trainable_variables)\n")),
+                "your `test_step` trains"),
     ],
 }
 
-_STEP_62 = _TRACKED_INIT + '''
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
 
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(${{fn}}(y - {prediction}))
-            grads = tape.gradient({target}, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state({update})
-            return {{"loss": self.loss_tracker.result()}}
-''' + _BUILD
-
-_SCALED, _WEIGHTED = "self.optimizer.scale_loss(loss)", "loss, sample_weight=tf.shape(x)[0]"
-_CAST = "tf.cast(y_pred, y.dtype)"
 def _edited61(train: tuple = (), test: tuple = ()) -> str:
     """Exercise 6.1's reference with each (old, new) edit made in its `train_step` (`train`) or from its
     `test_step` on (`test`); each edit must apply."""
@@ -378,14 +271,15 @@ MISTAKES["ex6_1_answer"] += [
             "without the sample weights"),
 ]
 MISTAKES["ex6_2_answer"] += [
-    Mistake("tracker not weighted by batch size",
-            _STEP_62.format(prediction=_CAST, target=_SCALED, update="loss"), "by its number of rows"),
-    Mistake("loss never scaled under mixed precision",
-            _STEP_62.format(prediction=_CAST, target="loss", update=_WEIGHTED), "never scales its loss"),
-    Mistake("float16 prediction minus float32 target",
-            _STEP_62.format(prediction="y_pred", target=_SCALED, update=_WEIGHTED), "tf.cast(y_pred, y.dtype)"),
+    Mistake("tracker not weighted by batch size", _edited62(("loss, sample_weight=tf.shape(x)[0]", "loss")),
+            "by its number of rows"),
+    Mistake("loss never scaled under mixed precision", _edited62(("tape.gradient(scaled_loss,", "tape.gradient(loss,")),
+            "never scales its loss"),
+    Mistake("float16 prediction minus float32 target", _edited62(("y_pred = tf.cast(self(x, training=True), y.dtype)",
+                                                                  "y_pred = self(x, training=True)")),
+            "tf.cast(y_pred, y.dtype)"),
     Mistake("the rows counted with .numpy() inside train_step",
-            _reference_edited("6.2", ("sample_weight=tf.shape(x)[0]", "sample_weight=len(x.numpy())")),
+            _edited62(("sample_weight=tf.shape(x)[0]", "sample_weight=len(x.numpy())")),
             "'SymbolicTensor' object has no attribute 'numpy'"),
 ]
 MISTAKES["ex6_4_answer"] += [
@@ -515,14 +409,14 @@ def evaluate(model, dataset):
         errors = $fn(y - model(x, training=True))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "Call `model(x, training=False)`"),
     Mistake("the mean of the batch means", '''
 def evaluate(model, dataset):
     losses = []
     for x, y in dataset:
         losses.append(tf.reduce_mean($fn(y - model(x, training=False))))
-    return float(tf.reduce_mean(losses))
+    return ${open}float(tf.reduce_mean(losses))${close}
 ''', "plain mean of the 3 batch means"),
     Mistake("an optimizer step while evaluating", '''
 def evaluate(model, dataset):
@@ -535,13 +429,13 @@ def evaluate(model, dataset):
         optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-    return total / count
+    return ${open}total / count${close}
 ''', "changed the model's weights"),
     Mistake("only the last batch's loss", '''
 def evaluate(model, dataset):
     for x, y in dataset:
         loss = tf.reduce_mean($fn(y - model(x, training=False)))
-    return float(loss)
+    return ${open}float(loss)${close}
 ''', "the last batch alone"),
     Mistake("return inside the loop", '''
 def evaluate(model, dataset):
@@ -550,7 +444,7 @@ def evaluate(model, dataset):
         errors = $fn(y - model(x, training=False))
         total += float(tf.reduce_sum(errors))
         count += int(tf.size(errors))
-        return total / count
+        return ${open}total / count${close}
 ''', "did you `return` inside the loop?"),
     Mistake("every batch counted as full", '''
 def evaluate(model, dataset):
@@ -558,6 +452,6 @@ def evaluate(model, dataset):
     for x, y in dataset:
         total += float(tf.reduce_sum($fn(y - model(x, training=False))))
         batches += 1
-    return total / (batches * 4)
+    return ${open}total / (batches * 4)${close}
 ''', "as if every batch were full"),
 ]

@@ -2,6 +2,8 @@
 
 The model-building exercises (6.1, 6.2) share their frame: each mistake is that frame with the student's
 `train_step` (and `__init__`) body put in, so that what differs is easy to see."""
+import tapelab_answers
+
 from answers import Reported
 
 TF = "https://github.com/tensorflow/tensorflow/issues/"
@@ -37,15 +39,14 @@ _TEST_STEP = '''
             y_pred = self(x, training=False)
             loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)''' + _UPDATE_METRICS
 
-_TRACKER = '''
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.loss_tracker = keras.metrics.Mean(name="loss")
-
-        @property
-        def metrics(self):
-            return [self.loss_tracker]
-'''
+def _edited62(*edits: tuple[str, str]) -> str:
+    """Exercise 6.2's reference, the notebook's variant, with each (old, new) edit made everywhere (each must
+    apply)."""
+    code = tapelab_answers.answer("6.2").solution
+    for old, new in edits:
+        assert old in code, old
+        code = code.replace(old, new)
+    return code
 
 MISTAKES = {
     "ex6_1_answer": [
@@ -105,56 +106,27 @@ MISTAKES = {
             "return their `result()`.", KERAS + "16836"),
     ],
     "ex6_2_answer": [
-        Reported("y_pred not cast under mixed precision", _model("make_tracked_model", _TRACKER + '''
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - y_pred))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}'''),
+        Reported("y_pred not cast under mixed precision", _edited62(
+            ("tf.cast(self(x, training=True), y.dtype)", "self(x, training=True)"),
+            ("tf.cast(self(x, training=False), y.dtype)", "self(x, training=False)")),
             "Under `mixed_float16` the model's output is float16 while `y` is float32, so `y - y_pred` fails on "
             "mixed dtypes; cast first, `tf.cast(y_pred, y.dtype)`.", KERAS + "20894"),
-        Reported("the TF 2 get_scaled_loss", _model("make_tracked_model", _TRACKER + '''
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.get_scaled_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}'''),
+        Reported("the TF 2 get_scaled_loss", _edited62(("self.optimizer.scale_loss(loss)",
+                                                        "self.optimizer.get_scaled_loss(loss)")),
             "`get_scaled_loss` belongs to the TensorFlow 2 `LossScaleOptimizer`; Keras 3 optimizers have "
             "`scale_loss` instead, so this raises `AttributeError`.", KERAS + "19479"),
-        Reported("the tracker updated without the row count", _model("make_tracked_model", _TRACKER + '''
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = tf.reduce_mean(tf.square(y - tf.cast(y_pred, y.dtype)))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss)
-            return {"loss": self.loss_tracker.result()}'''),
-            "Without `sample_weight=tf.shape(x)[0]` every batch counts once, so a smaller last batch weighs as "
-            "much as a full one and the epoch loss differs from `fit`'s.", "https://github.com/cms-tau-pog/TauMLTools/pull/90"),
-        Reported("a per-row loss vector from the Keras function", _model("make_tracked_model", _TRACKER + '''
-        def train_step(self, data):
-            x, y = data
-            with tf.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = keras.losses.mean_squared_error(y, tf.cast(y_pred, y.dtype))
-                scaled_loss = self.optimizer.scale_loss(loss)
-            grads = tape.gradient(scaled_loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            self.loss_tracker.update_state(loss, sample_weight=tf.shape(x)[0])
-            return {"loss": self.loss_tracker.result()}'''),
+        Reported("test_step reports the batch loss and leaves the loss tracker alone", _edited62((
+            "            return self.track(x, y, y_pred, loss)\n\n        def track",
+            "            self.metric_tracker.update_state(y, y_pred)\n"
+            "            logs = {m.name: m.result() for m in self.metrics}\n"
+            "            logs[\"loss\"] = loss\n"
+            "            return logs\n\n        def track")),
+            "`test_step` never updates the loss tracker and puts the batch's own loss in its logs. Keras 3 "
+            "reports the trackers' results when the logs' names are theirs, so `evaluate` gives the loss tracker's "
+            "empty 0; update the loss tracker in `test_step` as in "
+            "`train_step` and return the trackers' results.", "https://github.com/tensorflow/recommenders/issues/585"),
+        Reported("a per-row loss vector from the Keras function", _edited62((
+            "loss = tf.reduce_mean(tf.square(y - y_pred))", "loss = keras.losses.mean_squared_error(y, y_pred)")),
             "`keras.losses.mean_squared_error` returns one value per row; the tape differentiates their sum, so "
             "the step is batch-size times too large. Average over the batch with `tf.reduce_mean`.", KERAS + "16836"),
     ],

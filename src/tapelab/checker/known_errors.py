@@ -71,6 +71,7 @@ KNOWN_ERRORS = (  # (needle in the error text, cause code, explanation)
      "`.numpy()` works only eagerly: a compiled function (`tf.function`, or a `train_step` that `fit` compiles) "
      "is traced with tensors that have no value yet. Compute with TensorFlow operations on the tensor itself."),
     ("No loss to compute", "keras2-compiled-loss",
-     "The model was compiled with an optimizer only, so there is no compiled loss to call. Did you keep "
-     "the Keras 2 `self.compiled_loss`? Compute the loss yourself, e.g. `tf.reduce_mean(tf.square(y - y_pred))`."),
+     "The model was compiled with an optimizer only, so there is no compiled loss: `self.compiled_loss` and "
+     "`self.compute_loss` have nothing to compute. Compute the loss yourself in the step, with TensorFlow "
+     "operations on `y` and `y_pred`."),
 )

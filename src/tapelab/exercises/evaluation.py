@@ -52,12 +52,21 @@ def _model(seed: int) -> keras.Model:
 class ValidationLoss(Exercise):
     number = "6.6"
     answer = "evaluate"
-    # The error averaged: squared (the mean squared error) in the notebook's text, absolute in every other variant.
-    space = Space(default={"loss": "mse"}, draws={"loss": lambda rng: "mae"},
-                  wording={"error": lambda v: OWN_LOSSES[v["loss"]][0], "fn": lambda v: OWN_LOSSES[v["loss"]][1]})
-    statement = """Write `evaluate(model, dataset)` that returns, as one number, the mean ${error} error of `model` over
+    # What is averaged over every row: the squared error in the notebook's text; drawn, the absolute error, or the
+    # squared error with one square root of the mean at the end (`root`, the root mean squared error).
+    space = Space(default={"loss": "mse", "root": False},
+                  draws={"loss": lambda rng: str(rng.choice(list(OWN_LOSSES))), "root": lambda rng: bool(rng.integers(2))},
+                  allowed=lambda v: not (v["root"] and v["loss"] == "mae") and (v["loss"], v["root"]) != ("mse", False),
+                  wording={"error": lambda v: OWN_LOSSES[v["loss"]][0], "fn": lambda v: OWN_LOSSES[v["loss"]][1],
+                           "what": lambda v: "root mean squared error" if v["root"] else
+                           f"mean {OWN_LOSSES[v['loss']][0]} error",
+                           "key": lambda v: "val_root_mean_squared_error" if v["root"] else "val_loss",
+                           "given": lambda v: 'metrics=["root_mean_squared_error"]' if v["root"] else f'loss="{v["loss"]}"',
+                           "open": lambda v: "np.sqrt(" if v["root"] else "", "close": lambda v: ")" if v["root"] else "",
+                           "finish": lambda v: ", then take the square root of that mean, once" if v["root"] else ""})
+    statement = """Write `evaluate(model, dataset)` that returns, as one number, the ${what} of `model` over
 **every row** of a `tf.data.Dataset` of `(x, y)` batches whose last batch may be smaller: `fit`'s
-`val_loss` for `loss="${loss}"`. Evaluate, do not train: inference mode, no optimizer, no weight or statistic
+`${key}` for `${given}`. Evaluate, do not train: inference mode, no optimizer, no weight or statistic
 may change. The test's model has `BatchNormalization` and `Dropout`."""
     visible_cases = ((1, 10, 4), (2, 7, 3))
     praise = "every row counted once, in inference mode, and the model is as it was."
@@ -65,7 +74,7 @@ may change. The test's model has `BatchNormalization` and `Dropout`."""
         "Loop `for x, y in dataset:` and call `model(x, training=False)`. A batch's `tf.reduce_mean` gives its mean "
         "over its own rows, and a short last batch would then count as much as a full one.",
         "Add up the ${error} errors of every batch, `tf.reduce_sum(${fn}(y - model(x, training=False)))`, count "
-        "them (one per row), and divide the total by the count after the loop.",
+        "them (one per row), and divide the total by the count after the loop${finish}.",
     )
 
     def check_case(self, fn, case, facts):
@@ -80,7 +89,9 @@ may change. The test's model has `BatchNormalization` and `Dropout`."""
         clean = _model(case[0])
         diffs = [y[i:i + batch] - to_numpy(clean(x[i:i + batch], training=False)) for i in range(0, len(x), batch)]
         rows = [error(d) for d in diffs]
-        expected = float(np.mean(np.concatenate(rows)))
+        root = self.variant["root"]
+        finish = np.sqrt if root else (lambda value: value)  # what the task does to the mean over every row
+        expected = float(finish(np.mean(np.concatenate(rows))))
         if got is None:
             raise Incorrect("`evaluate` returned `None`. Did you forget to `return` the mean?", cause="no-return")
         try:
@@ -93,34 +104,45 @@ may change. The test's model has `BatchNormalization` and `Dropout`."""
                             "here). Did you return a list of batch losses, or a tensor of the errors?")
         other, other_name = (np.abs, "absolute") if error is np.square else (np.square, "squared")
         means = [float(np.mean(r)) for r in rows]
+        of = "the square root of " if root else ""  # the root variant's alternatives end with one root too
         alternatives = [
-            Alternative("the mean of the batch means", float(np.mean(means)), "loss-not-weighted",
-                        f"That is the plain mean of the {len(means)} batch means, but the last batch holds "
+            Alternative("the mean of the batch means", float(finish(np.mean(means))), "loss-not-weighted",
+                        f"That is {of}the plain mean of the {len(means)} batch means, but the last batch holds "
                         f"{sizes[-1]} row(s), not {sizes[0]}: averaging the means counts each of its rows "
                         f"{sizes[0] / sizes[-1]:g} times as much as another row. Add up the errors of every row and "
                         "divide by the number of rows, or weight each batch mean by its rows."),
-            Alternative("the last batch's loss", means[-1], "batch-loss-reported",
+            Alternative("the last batch's loss", float(finish(means[-1])), "batch-loss-reported",
                         f"That is the loss of the last batch alone ({sizes[-1]} row(s)). Did you keep the last "
                         "batch's value instead of combining every batch?"),
-            Alternative("the first batch's loss", means[0], "returned-in-loop",
+            Alternative("the first batch's loss", float(finish(means[0])), "returned-in-loop",
                         "That is the loss of the first batch alone: did you `return` inside the loop? Return after "
                         "the loop, once every batch has been counted."),
-            Alternative("the sum over the rows", float(np.sum(np.concatenate(rows))), "sum-not-mean",
-                        "That is the sum of the errors over every row: divide it by the number of rows."),
-            Alternative("the sum of the batch means", float(np.sum(means)), "sum-not-mean",
-                        f"That is the sum of the {len(means)} batch means, not their mean, and a mean of batch means "
+            Alternative("the sum over the rows", float(finish(np.sum(np.concatenate(rows)))), "sum-not-mean",
+                        f"That is {of}the sum of the errors over every row: divide it by the number of rows."),
+            Alternative("the sum of the batch means", float(finish(np.sum(means))), "sum-not-mean",
+                        f"That is {of}the sum of the {len(means)} batch means, not their mean, and a mean of batch means "
                         "would still count the short last batch's rows more: add up every row's error and divide by "
                         "the number of rows."),
-            Alternative("every batch counted as full", float(np.sum(np.concatenate(rows))) / (batch * len(sizes)),
+            Alternative("every batch counted as full", float(finish(np.sum(np.concatenate(rows)) / (batch * len(sizes)))),
                         "rows-miscounted",
                         f"You divided by {batch * len(sizes)} rows, as if every batch were full, but the last one "
                         f"holds {sizes[-1]}. Count the rows each batch really has, `len(x)`."),
-            Alternative(f"the mean {other_name} error", float(np.mean(np.concatenate([other(d) for d in diffs]))),
-                        "wrong-target", f"That is the mean {other_name} error, but the "
+            Alternative(f"the mean {other_name} error", float(finish(np.mean(np.concatenate([other(d) for d in diffs])))),
+                        "wrong-target", f"That is {of}the mean {other_name} error, but the "
                         f"task asks for the mean {self.variant['error']} error: `{self.variant['fn']}(y - ...)`."),
         ]
+        if root:  # the mean squared error itself, or a root per batch averaged over the rows
+            roots = float(np.average(np.sqrt(means), weights=sizes))
+            alternatives[:0] = [
+                Alternative("the mean squared error", float(np.mean(np.concatenate(rows))), "root-missing",
+                            "That is the mean squared error over every row, without its square root: the task asks "
+                            "for the root mean squared error, `np.sqrt(total / count)`."),
+                Alternative("the batch roots averaged", roots, "root-per-batch",
+                            f"That is the mean, over the rows, of the {len(means)} batches' own root mean squared "
+                            "errors: a root per batch is not the root of the mean over every row. Add up the squared "
+                            "errors of every row, divide by the number of rows, and take one square root at the end.")]
         problem = wrong_value(f"evaluate({shown})", expected, float(value.ravel()[0]), alternatives,
-                              f"Is your value the mean {self.variant['error']} error of `model(x, training=False)` "
+                              f"Is your value the {self.variant['what']} of `model(x, training=False)` "
                               "over every row, each counted once?", _RTOL, _ATOL)
         if problem:
             raise problem

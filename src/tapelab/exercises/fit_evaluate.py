@@ -58,9 +58,14 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
     unweighted = case.batches().map(lambda x, y, *_: (x, y)) if case.weighted else None
     for key in sorted(want):
         value = float(np.asarray(got[key]))
-        if agrees(want[key], value, 1e-4, 1e-4):
+        if agrees(want[key], value, case.rtol(key), 1e-4):
             continue
-        got_text, want_text = fmt_pair(value, want[key], 1e-4, 1e-4)
+        got_text, want_text = fmt_pair(value, want[key], case.rtol(key), 1e-4)
+        if value == 0.0:  # what a metric reports when `evaluate` has reset it and no step updated it since
+            raise Incorrect(f"`evaluate` gives {key} = 0, but a plain model with your weights gives {want_text}{where}. "
+                            "Your model trains correctly, so the bug is in `test_step`: `evaluate` resets every "
+                            f"tracker first, and one that no `test_step` updates reports 0. Does your `test_step` "
+                            f"update the `\"{key}\"` tracker?", cause="metric-not-updated")
         alternatives = [Alternative("last batch", lambda: _plain_evaluate(weights, case, last)[key],
                                     "batch-loss-reported",
                                     "That is the value of the last batch alone. Did your `test_step` return the "
@@ -74,6 +79,6 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
                 f"That is what `evaluate` reports without the sample weights: does your `test_step` pass them {fed}?"))
         says, code = because(want[key], value, alternatives,
                              "Does your `test_step` compute the loss as `train_step` does, and update each metric "
-                             "the same way?", 1e-4, 1e-4)
+                             "the same way?", case.rtol(key), 1e-4)
         raise Incorrect(f"`evaluate` gives {key} = {got_text}, but a plain model with your weights gives {want_text}"
                         f"{where}. Your model trains correctly, so the bug is in `test_step`. {says}", cause=code)

@@ -201,7 +201,8 @@ class FitMatch(Exercise):
         with Quiet():
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
-        model.compile(optimizer=keras.optimizers.SGD(0.1), **case.metric_options(), jit_compile=False,
+        metrics = case.metric_options() if self.compile_loss else {}  # an optimizer only: the step tracks its own
+        model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False,
                       run_eagerly=case != self._traced, **compiled)
         try:
             trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
@@ -310,9 +311,9 @@ class FitMatch(Exercise):
         """The weights are right; are the numbers the step reports right too?"""
         for key in sorted(expected):
             got, want = history[key], expected[key]
-            if agrees(want, got, 1e-4, 1e-4):
+            if agrees(want, got, case.rtol(key), 1e-4):
                 continue
-            got_text, want_text = fmt_pair(got, want, 1e-4, 1e-4)
+            got_text, want_text = fmt_pair(got, want, case.rtol(key), 1e-4)
             shown = f"`history['{key}']` is {got_text}, but `fit` gives {want_text}{where}."
             trains = " Your model trains correctly (its weights match `fit`'s), so the bug is in what it reports."
             if not np.any(np.asarray(got)) and facts.found and facts.calls_to("update_state"):
@@ -351,5 +352,5 @@ class FitMatch(Exercise):
                             "and, if you wrote a `metrics` property, listed there?"),
             )
             says, code = because(want, got, alternatives, "Did you update each metric with the right values "
-                                 "(the loss metric with the loss, the others with `y` and `y_pred`)?", 1e-4, 1e-4)
+                                 "(the loss metric with the loss, the others with `y` and `y_pred`)?", case.rtol(key), 1e-4)
             raise Incorrect(f"{shown}{trains} {says}", cause=code)

@@ -1,6 +1,7 @@
 """Exercises 6.1 and 6.2 of notebook 06_fit_vs_custom: section 3's `train_step` given sample weights and a
-`test_step`, and the Keras 2 step fixed in the lower-level style; both checked against plain `fit`
-(tapelab.exercises.fit_match), 6.1 against plain `evaluate` too (tapelab.exercises.fit_evaluate)."""
+`test_step`, and the Keras 2 step fixed in the lower-level style with trackers of its own for the loss and a
+metric, in `train_step` and `test_step`; both checked against plain `fit` (tapelab.exercises.fit_match) and
+plain `evaluate` (tapelab.exercises.fit_evaluate)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -77,9 +78,21 @@ _VISIBLE_61 = (FitCase(metrics=("mae",)), FitCase(6, 2, 2, "mse", ("mae",), 68, 
                FitCase(8, 2, 3, "mse", ("mae",), 71, "mixed_float16", True))
 
 
+# The metric 6.2's model tracks beside its loss, by the name `fit` reports it under: what it reads as, and its class.
+TRACKED_METRICS = {"mae": ("mean absolute error", "MeanAbsoluteError"),
+                   "mse": ("mean squared error", "MeanSquaredError"),
+                   "root_mean_squared_error": ("root mean squared error", "RootMeanSquaredError")}
+
+
 def _other(loss: str) -> str:
     """The loss a step computes by hand that is not `loss`: a known wrong target."""
     return next(name for name in OWN_LOSSES if name != loss)
+
+
+def _distinct(v) -> bool:
+    """A drawn variant tracks a metric other than its loss, and is not the text's own (whose answer would pass)."""
+    return TRACKED_METRICS[v["metric"]][0] != f"mean {OWN_LOSSES[v['loss']][0]} error" and (
+        v["loss"], v["metric"]) != ("mse", "mae")
 
 
 _VISIBLE_62 = (FitCase(), FitCase(8, 2, 4, "mse", (), 60), FitCase(5, 2, 2, "mse", (), 66),
@@ -90,43 +103,60 @@ class FixKeras2Step(FitMatch):
     number = "6.2"
     answer = "make_tracked_model"
     compile_loss = False
-    # The loss the step computes itself and `fit` is compared with: the mean squared error in the notebook's text,
-    # the mean absolute error in every other variant (the losses a short step computes by hand, OWN_LOSSES).
-    space = Space(default={"loss": "mse"}, draws={"loss": lambda rng: "mae"},
+    # What the model trains on and what it tracks beside it: the loss it computes itself (squared in the notebook's
+    # text, OWN_LOSSES) and a second metric by Keras's name for it (TRACKED_METRICS), never the loss itself.
+    space = Space(default={"loss": "mse", "metric": "mae"},
+                  draws={"loss": lambda rng: str(rng.choice(list(OWN_LOSSES))),
+                         "metric": lambda rng: str(rng.choice(list(TRACKED_METRICS)))},
+                  allowed=_distinct,
                   wording={"error": lambda v: OWN_LOSSES[v["loss"]][0], "fn": lambda v: OWN_LOSSES[v["loss"]][1],
                            "other_error": lambda v: OWN_LOSSES[_other(v["loss"])][0],
-                           "other_fn": lambda v: OWN_LOSSES[_other(v["loss"])][1]})
-    statement = """- computes the **mean ${error} error** itself (no `compiled_loss`, no `compiled_metrics`), casting `y_pred`
-  to `y`'s dtype first (float16 under `mixed_float16`);
-- differentiates `self.optimizer.scale_loss(loss)`, as section 4 showed;
-- updates the tracker with `sample_weight=tf.shape(x)[0]`.
+                           "other_fn": lambda v: OWN_LOSSES[_other(v["loss"])][1],
+                           "metric_name": lambda v: TRACKED_METRICS[v["metric"]][0],
+                           "metric_class": lambda v: TRACKED_METRICS[v["metric"]][1]})
+    statement = """Fix `Keras2Model` in the lower-level style: write `make_tracked_model(n_features=1)` returning an
+instance, on `keras.Input((n_features,))` and one `Dense(1, kernel_initializer="zeros")`, of a `keras.Model`
+subclass defined inside it. Compiled with an optimizer only, it:
 
-The test compiles it with `optimizer=SGD(0.1)` only and compares 2 epochs' `loss` and weights with
-`fit(loss="${loss}")`, with several batches, a smaller last batch and `mixed_float16`."""
-    praise = "your own loss tracker reports what `fit` reports, and the Keras 2 bug is gone."
+- trains on the **mean ${error} error**, computed itself on `y_pred` cast to `y`'s dtype, differentiating
+  `self.optimizer.scale_loss(loss)`;
+- reports it as `"loss"` and the **${metric_name}** as `"${metric}"`, each from its own tracker;
+- has a `test_step`, so `evaluate` reports both.
+
+The test compares `fit` (2 epochs) and `evaluate` with a plain model given `loss="${loss}"`,
+`metrics=["${metric}"]`, on several batches, a smaller last batch and `mixed_float16`."""
+    praise = "your own trackers report what `fit` and `evaluate` report, and the Keras 2 bug is gone."
     hints = (
-        "The model is compiled with an optimizer only: there is no compiled loss, so compute the mean $error "
-        "error yourself inside the tape, `tf.reduce_mean($fn(y - tf.cast(y_pred, y.dtype)))`, and "
-        "differentiate `self.optimizer.scale_loss(loss)` so that a `mixed_float16` run is scaled too.",
-        "Create `self.loss_tracker = keras.metrics.Mean(name=\"loss\")` in `__init__`, update it in "
-        "`train_step` with `update_state(loss, sample_weight=tf.shape(x)[0])` (a smaller last batch counts by "
-        "its rows, as `fit` counts it).",
-        "`train_step` returns `{\"loss\": self.loss_tracker.result()}`. An attribute of the model is tracked, "
-        "so `fit` resets it every epoch by itself; a `metrics` property returning `[self.loss_tracker]` is optional.",
+        "Compiled with an optimizer only, the model has no loss and no metrics but yours. In `__init__` create "
+        "`self.loss_tracker = keras.metrics.Mean(name=\"loss\")` and a second tracker, "
+        "`keras.metrics.${metric_class}(name=\"${metric}\")`; Keras tracks both and resets them each epoch.",
+        "Inside the tape: `y_pred = tf.cast(self(x, training=True), y.dtype)`, "
+        "`loss = tf.reduce_mean(${fn}(y - y_pred))`, and differentiate `self.optimizer.scale_loss(loss)`. Update "
+        "the loss tracker with `sample_weight=tf.shape(x)[0]` and the metric with `update_state(y, y_pred)`.",
+        "`evaluate` calls `test_step(self, data)`: the same loss and updates on `self(x, training=False)`, no tape, "
+        "no `apply`. Both steps return `{m.name: m.result() for m in self.metrics}`; a small method of your class "
+        "can do the updates for both.",
     )
 
     @property
     def visible_cases(self) -> tuple[FitCase, ...]:
-        """Several batches per epoch, a smaller last batch, and a mixed_float16 policy; with the variant's loss."""
-        return self._with_loss(_VISIBLE_62, self.variant["loss"])
+        """Several batches per epoch, a smaller last batch, and a mixed_float16 policy; with the variant's loss and
+        metric."""
+        return self._tracking(_VISIBLE_62, self.variant)
 
     def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
         __tracebackhide__ = True
-        loss = (self.variant if seed is None else self.space.variant(seed))["loss"]
-        super().check(answer, cases=None if cases is None else self._with_loss(cases, loss), expected=expected,
+        variant = self.variant if seed is None else self.space.variant(seed)
+        super().check(answer, cases=None if cases is None else self._tracking(cases, variant), expected=expected,
                       seed=seed)
 
     @staticmethod
-    def _with_loss(cases, loss: str) -> tuple[FitCase, ...]:
-        """`cases` (FitCases or their fields) compared with `fit` on the checked variant's `loss`."""
-        return tuple(replace(case if isinstance(case, FitCase) else FitCase(*case), loss=loss) for case in cases)
+    def _tracking(cases, variant) -> tuple[FitCase, ...]:
+        """`cases` (FitCases or their fields) compared with a plain model compiled with the variant's loss and
+        metric."""
+        return tuple(replace(case if isinstance(case, FitCase) else FitCase(*case), loss=variant["loss"],
+                             metrics=(variant["metric"],)) for case in cases)
+
+    def _check_under_policy(self, fn, case, facts):
+        model = super()._check_under_policy(fn, case, facts)
+        check_evaluate(self, fn, model, case)
