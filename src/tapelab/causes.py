@@ -129,10 +129,6 @@ _CATALOGUE = (
           "Recompute the value after updating the variable."),
     Cause("no-rounding", "the rounding dropped from the forward pass",
           "Keep the rounded forward value and let the gradient pass straight through."),
-    Cause("wrong-cause-id", "a cause id that is not the snippet's cause",
-          "Walk the checklist: watched float source, recorded in the tape, differentiable TensorFlow ops."),
-    Cause("unknown-cause-id", "a string that is not one of the cause ids",
-          "Return one of the keys of `CAUSES`."),
     # wrong values told apart by differential diagnosis (tapelab.checker.wrong_answers); 02 and 06
     Cause("transposed", "the right matrix with its two axes swapped",
           "Keep the axes in the order asked for; check `tf.transpose` and the order of a matrix product."),
