@@ -80,13 +80,11 @@ class AnchoredStep(Exercise):
     # The pull's strength alpha. Never 1, where the pull written without its factor would pass.
     space = Space(default={"alpha": 0.1}, draws={"alpha": lambda rng: float(rng.choice([0.05, 0.2, 0.25, 0.5]))},
                   allowed=lambda v: v["alpha"] != 1)
-    statement = ("Write `train_step(model, optimizer, loss_fn, x, y, anchors)` that performs one such step on the batch "
-                 "`(x, y)`. `anchors` holds one tensor per entry of `model.trainable_variables`, in the same order: "
-                 "the values the fine-tuning started from. Minimise `loss_fn(y, preds)` (with "
-                 "`preds = model(x, training=True)`) plus the layer losses `sum(model.losses)` plus the pull "
-                 "${alpha}·Σ‖v − anchor‖², where the sum runs over the trainable variables and ‖v − anchor‖² is "
-                 "`tf.reduce_sum(tf.square(v - anchor))`; update `model.trainable_variables` with `optimizer`. "
-                 "Return the total loss.")
+    statement = ("Write `train_step(model, optimizer, loss_fn, x, y, anchors)`: one step on the batch `(x, y)` that "
+                 "minimises `loss_fn(y, preds)` with `preds = model(x, training=True)`, plus `sum(model.losses)`, plus "
+                 "the pull ${alpha}·Σ `tf.reduce_sum(tf.square(v - a))` over each trainable variable `v` and its anchor "
+                 "`a`, and updates `model.trainable_variables` with `optimizer`. `anchors` holds one tensor per entry "
+                 "of `model.trainable_variables`, in that order. Return the total loss.")
     # The worked example, a frozen first layer with a kernel regularizer behind it (variables of many entries,
     # anchors only for those that train), an activity regularizer, and a BatchNormalization layer.
     visible_cases = ("worked", (7, 3, 4, 2, "kernel", "sgd", 2, True), (3, 2, 0, 3, "activity", "sgd", 2, False),
