@@ -127,7 +127,7 @@ def per_example_gradients(w, xs, ts):
 def test_an_error_at_a_line_reading_a_cut_gradient_names_the_rule():
     """Is a `NoneType` error raised by the student's line that uses a gradient lint found cut explained?"""
     code = '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = tf.stop_gradient(loss_fn(y, preds) + sum(model.losses))
@@ -144,7 +144,7 @@ def test_an_error_from_a_none_the_gradients_did_not_make_is_not_explained():
     """When the line that raised reads the variables but not the cut gradients (the None is its own), is the
     error left unexplained?"""
     code = '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
@@ -161,7 +161,7 @@ def train_step(model, optimizer, loss_fn, x, y):
 def test_a_keras2_idiom_that_raised_at_its_line_is_named():
     """Is the AttributeError Keras 3 raises for `optimizer.get_gradients` explained by the Keras 2 rule?"""
     code = '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True)) + sum(model.losses)
     grads = optimizer.get_gradients(loss, model.trainable_variables)
@@ -176,7 +176,7 @@ def test_an_error_elsewhere_is_not_blamed_on_a_keras2_idiom():
     """Is an AttributeError raised at another line, about another name, left alone by the Keras 2 rule that
     fired on a line that never ran?"""
     code = '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True)) + sum(model.losses)
     if not model.trainable_variables:

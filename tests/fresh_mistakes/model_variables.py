@@ -83,47 +83,51 @@ def manual_sgd_step(variables, velocities, grads, lr):
     ],
     "ex2_3_answer": [
         Fresh("data loss returned without the layer losses", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         data_loss = loss_fn(y, preds)
-        total = data_loss + sum(model.losses)
-    grads = tape.gradient(total, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        total = data_loss + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(total, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return data_loss
-''', "layer-losses-missing", "The update is right, but you return `data_loss`: the task asks for the total loss, "
-            "`loss_fn(y, preds) + sum(model.losses)`, so return `total`."),
+''', "missing-term", "The update is right, but you return `data_loss`: the task asks for the total loss, "
+            "data loss, layer losses and pull, the one you differentiated, so return `total`."),
         Fresh("optimizer.apply given zipped pairs", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(zip(grads, model.trainable_variables))
     return loss
 ''', "apply-two-lists", "`optimizer.apply` takes the gradients and the variables as two lists; pairs from `zip` go to "
             "`apply_gradients`. Write `optimizer.apply(grads, model.trainable_variables)`."),
         Fresh("own SGD created instead of the given optimizer", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     sgd = keras.optimizers.SGD(learning_rate=0.1)
     sgd.apply(grads, model.trainable_variables)
     return loss
 ''', "unused-input", "You build `keras.optimizers.SGD(learning_rate=0.1)` and never use the `optimizer` you were "
-            "given, so its learning rate and its kind (Adam) are ignored; call `optimizer.apply(...)`."),
+            "given, so its learning rate (0.05 in the test) is ignored; call `optimizer.apply(...)`."),
         Fresh("gradients applied twice, once each way", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
-''', "constant-factor", "`apply` and `apply_gradients` are two ways of doing the same update; calling both takes two "
+''', ("applied-twice", "constant-factor"), "`apply` and `apply_gradients` are two ways of doing the same update; calling both takes two "
             "steps (twice the SGD step) per call. Keep one of them."),
     ],
     "ex2_4_answer": [

@@ -83,77 +83,124 @@ def manual_sgd_step(variables, velocities, grads, lr):
     ],
     "ex2_3_answer": [
         Mistake("layer losses forgotten", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "sum(model.losses)"),
         Mistake("model called outside the tape", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     preds = model(x, training=True)
     with tf.GradientTape() as tape:
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
-''', "Every gradient was `None`"),
+''', "data loss adds no gradient"),
         Mistake("zip pairs swapped", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(model.trainable_variables, grads))
     return loss
 ''', "swap the pairs"),
         Mistake("gradients negated", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply([-g for g in grads], model.trainable_variables)
     return loss
 ''', "uphill"),
         Mistake("model called without training=True", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "`model(x, training=True)`"),
         Mistake("apply_gradients given two lists", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(grads, model.trainable_variables)
     return loss
 ''', "apply_gradients(zip(grads, variables))"),
         Mistake("layer losses read before the tape", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     penalty = sum(model.losses)
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + penalty
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + penalty + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "reading it inside the tape"),
         Mistake("nothing returned", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+''', "Did you forget `return loss`?"),
+        Mistake("pull left out", '''
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
         loss = loss_fn(y, preds) + sum(model.losses)
-    grads = tape.gradient(loss, model.trainable_variables)$clip
+    grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
-''', "Did you forget `return loss`?"),
+    return loss
+''', "never reads `anchors`"),
+        Mistake("pull computed before the tape", '''
+def train_step(model, optimizer, loss_fn, x, y, anchors):
+    pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "before the `with` block"),
+        Mistake("pull without its factor", '''
+def train_step(model, optimizer, loss_fn, x, y, anchors):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + pull
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "without its factor"),
+        Mistake("pull averaged within each variable", '''
+def train_step(model, optimizer, loss_fn, x, y, anchors):
+    with tf.GradientTape() as tape:
+        preds = model(x, training=True)
+        pull = sum(tf.reduce_mean(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + $alpha * pull
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+''', "averaged, not summed"),
     ],
     "ex2_4_answer": [
         Mistake("never reset", '''

@@ -82,10 +82,11 @@ def manual_sgd_step(variables, velocities, grads, lr):
     ],
     "ex2_3_answer": [
         Reported("the regularization losses left out", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds)
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + 0.1 * pull
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
@@ -93,10 +94,11 @@ def train_step(model, optimizer, loss_fn, x, y):
             "regularizer the weights move differently and the returned loss is too small; add them inside the tape.",
             "https://github.com/pythonlessons/TensorFlow-2.x-YOLOv3/issues/165"),
         Reported("the list of layer losses added as it is", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x, training=True)
-        loss = loss_fn(y, preds) + model.losses
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + model.losses + 0.1 * pull
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
@@ -104,25 +106,28 @@ def train_step(model, optimizer, loss_fn, x, y):
             "(or an empty one), not their sum; the gradient of that vector and the returned value are wrong. "
             "Add `sum(model.losses)`.", TF + "33556"),
         Reported("the model called without training=True", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     with tf.GradientTape() as tape:
         preds = model(x)
-        loss = loss_fn(y, preds) + sum(model.losses)
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + 0.1 * pull
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
 ''', "Without `training=True` the `BatchNormalization` layer uses its moving statistics and never updates "
             "them, so that model trains as another function; call `model(x, training=True)`.", TF + "36936"),
         Reported("the forward pass made before the tape opened", '''
-def train_step(model, optimizer, loss_fn, x, y):
+def train_step(model, optimizer, loss_fn, x, y, anchors):
     preds = model(x, training=True)
     with tf.GradientTape() as tape:
-        loss = loss_fn(y, preds) + sum(model.losses)
+        pull = sum(tf.reduce_sum(tf.square(v - a)) for v, a in zip(model.trainable_variables, anchors))
+        loss = loss_fn(y, preds) + sum(model.losses) + 0.1 * pull
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply(grads, model.trainable_variables)
     return loss
-''', "`preds` is computed before the tape starts, so the tape never records how the weights produce it and "
-            "every gradient is None; move the forward pass inside the `with` block.", TF + "31265"),
+''', "`preds` is computed before the tape starts, so the tape never records how the weights produce it: the "
+            "data loss adds no gradient, and only the pull and the weights' penalties move them; move the forward "
+            "pass inside the `with` block.", TF + "31265"),
     ],
     "ex2_4_answer": [
         Reported("the metric never reset between epochs", '''

@@ -11,7 +11,7 @@ stays in `tapelab.exercises`, so this module imports nothing from `tapelab`, and
 """
 from __future__ import annotations
 
-__all__ = ["data_losses", "epoch_losses", "layer_gradients", "train_steps", "two_optimizer_steps"]
+__all__ = ["anchored_steps", "epoch_losses", "layer_gradients", "two_optimizer_steps"]
 
 
 def layer_gradients(model, loss_fn, x, y, training=True, swapped=False):
@@ -27,50 +27,30 @@ def layer_gradients(model, loss_fn, x, y, training=True, swapped=False):
     return [[g.numpy() for g in layer if g is not None] for layer in grads]
 
 
-def train_steps(model, optimizer, loss_fn, x, y, steps, layer_losses=True, sign=1.0, training=True, max_norm=0,
-                per_tensor=False):
-    """Exercise 2.3: the trainable variables after `steps` training steps and the loss of each, for the
-    correct step (its gradients clipped to a global norm of `max_norm`, unless 0) or a named wrong one: without
-    the layer losses, in inference mode, uphill (`sign=-1`), or each gradient clipped alone (`per_tensor`)."""
+def anchored_steps(model, optimizer, loss_fn, x, y, anchors, steps, alpha, layer_losses=True, pull=1.0,
+                   reduce="sum", training=True, sign=1.0, forward_outside=False):
+    """Exercise 2.3: the trainable variables after `steps` fine-tuning steps whose loss adds the layer losses and
+    alpha * sum((v - anchor)**2) over the trainable variables, each step's total loss, and the parts of that loss
+    (data, layer, pull) along the correct run; or a named wrong step: without the layer losses, the pull scaled by
+    `pull` (0 leaves it out, 2 doubles it), each variable's pull averaged (`reduce="mean"`), in inference mode,
+    uphill (`sign=-1`), or with the forward pass made before the tape opened (`forward_outside`)."""
     import tensorflow as tf
 
-    losses = []
+    losses, parts = [], []
     for _ in range(steps):
+        early = model(x, training=training) if forward_outside else None
         with tf.GradientTape() as tape:
-            preds = model(x, training=training)
-            value = loss_fn(y, preds)
-            if layer_losses:
-                value = value + sum(model.losses)
-        grads = _clipped(tape.gradient(value, model.trainable_variables), max_norm, per_tensor)
+            preds = model(x, training=training) if early is None else early
+            data = loss_fn(y, preds)
+            layer = sum(model.losses) if layer_losses else 0.0
+            squares = [tf.square(v - a) for v, a in zip(model.trainable_variables, anchors)]
+            drift = sum(tf.reduce_mean(s) if reduce == "mean" else tf.reduce_sum(s) for s in squares)
+            value = data + layer + pull * alpha * drift
+        grads = tape.gradient(value, model.trainable_variables)
         optimizer.apply([sign * g for g in grads], model.trainable_variables)
         losses.append(float(value))
-    return [v.numpy() for v in model.trainable_variables], losses
-
-
-def _clipped(grads, max_norm, per_tensor=False):
-    """`grads` clipped together to a global norm of `max_norm` (each alone, if `per_tensor`); as given for 0."""
-    import tensorflow as tf
-
-    if not max_norm:
-        return grads
-    if per_tensor:
-        return [tf.clip_by_norm(g, max_norm) for g in grads]
-    return tf.clip_by_global_norm(grads, max_norm)[0]
-
-
-def data_losses(model, optimizer, loss_fn, x, y, steps, max_norm=0):
-    """Exercise 2.3: the data-only part of each step's loss along the correct trajectory."""
-    import tensorflow as tf
-
-    out = []
-    for _ in range(steps):
-        with tf.GradientTape() as tape:
-            preds = model(x, training=True)
-            data = loss_fn(y, preds)
-            value = data + sum(model.losses)
-        optimizer.apply(_clipped(tape.gradient(value, model.trainable_variables), max_norm), model.trainable_variables)
-        out.append(float(data))
-    return out
+        parts.append([float(data), float(layer), float(alpha * drift)])
+    return [v.numpy() for v in model.trainable_variables], losses, parts
 
 
 def epoch_losses(step, dataset, epochs):
