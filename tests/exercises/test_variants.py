@@ -179,3 +179,28 @@ def test_pinned_expected_values_depend_on_the_variants_values_alone(name, monkey
     fresh = release_variants._expected(checker, second, cases)
     assert list(computed[0].values()) == list(fresh.values()) and cached == fresh == computed[1]
     assert set(fresh) != set(computed[0])  # each seed's own case keys
+
+
+def _listed(text: str, before: str) -> set[str]:
+    """The exercise numbers the guide lists just before `before` ("2.1, 2.5 and 6.6 from two")."""
+    found = re.search(r"((?:\d\.\d(?:, | and )?)+)\s*" + before, text)
+    assert found, f"the instructor guide no longer lists the exercises {before!r}"
+    return set(re.findall(r"\d\.\d", found[1]))
+
+
+def test_the_guide_says_which_exercises_vary_little():
+    """docs/instructor-guide.md names the exercises that cannot vary and those drawn from two or three variants
+    (students of a course share them): the lists are what the exercises' spaces draw, over many seeds."""
+    from tapelab.paths import REPO
+    guide = " ".join((REPO / "docs" / "instructor-guide.md").read_text().split())
+    bullet = guide[guide.index("What cannot vary"):]
+    bullet = bullet[:bullet.index("## ")]
+    counts = {}
+    for name in VARIED:
+        space = exercise_named(name).space
+        counts[_number(name)] = len({tuple(repr(space.variant(seed)[key]) for key in space.draws)
+                                     for seed in range(1500)})
+    assert _listed(bullet, "are procedures") == {_number(name) for name in FIXED}
+    assert _listed(bullet, "from two") == {n for n, c in counts.items() if c == 2}
+    assert _listed(bullet, r"from three") == {n for n, c in counts.items() if c == 3}
+    assert min(counts.values()) >= 2
