@@ -118,3 +118,11 @@ def test_two_integer_dtypes_are_not_told_to_become_float():
     error = _raised("def f(i):\n    return i - tf.constant([1], tf.int64)\n", tf.constant([3]))
     why = translate(error, line_of(error, _FILE))
     assert why.cause == "dtype-clash" and "float" not in why.text, why
+
+
+def test_a_python_float_with_an_int_cast_on_the_line_names_the_cast():
+    """`tf.cast(z, tf.int32) * 0.5`: the int32 tensor the number meets is the line's own cast, named as such."""
+    error = _raised("def f(z):\n    return tf.cast(z, tf.int32) * 0.5\n", tf.constant([0.4, 1.6]))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "`tf.cast(z, tf.int32)`" in why.text, why
+    assert not _advises_an_int_cast(why.text), why.text
