@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from answers import define, fresh_mistakes
 from mutation.inprocess import exercises, grade
-from tapelab.checker.counters import tested_before_counted
+from tapelab.checker.counters import late_count
 
 
 def _fn(code: str):
@@ -68,21 +68,21 @@ def make():
 
 def test_a_count_tested_before_it_is_incremented_is_found():
     """Is `if calls % 2 == 0:` before `calls += 1` found, as written, in the function the factory defines?"""
-    assert tested_before_counted(_fn(_TEST_FIRST)) == ("calls % 2 == 0", "calls += 1")
+    assert late_count(_fn(_TEST_FIRST)) == ("calls % 2 == 0", "calls += 1")
 
 
 def test_a_variable_counter_incremented_with_assign_add_is_found():
-    assert tested_before_counted(_fn(_VARIABLE_COUNTER)) == ("count % 3 == 0", "count.assign_add(1)")
+    assert late_count(_fn(_VARIABLE_COUNTER)) == ("count % 3 == 0", "count.assign_add(1)")
 
 
 def test_a_rebinding_increment_of_the_tested_name_is_found():
     """`calls = calls + 1` counts too; another name incremented before the test does not hide it."""
-    assert tested_before_counted(_fn(_OTHER_NAME)) == ("calls % 2 == 0", "calls = calls + 1")
+    assert late_count(_fn(_OTHER_NAME)) == ("calls % 2 == 0", "calls = calls + 1")
 
 
 def test_a_count_incremented_before_its_test_is_not_found():
     """Near miss: the count is added first (the test itself is inverted): nothing to name here."""
-    assert tested_before_counted(_fn(_COUNT_FIRST)) is None
+    assert late_count(_fn(_COUNT_FIRST)) is None
 
 
 def _accumulation_step():
