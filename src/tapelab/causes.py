@@ -154,7 +154,8 @@ _CATALOGUE = (
     Cause("elementwise-not-matmul", "an elementwise `*` where a matrix product `@` is needed",
           "Write the matrix product `x @ w` (`tf.matmul`), which sums over the shared axis."),
     Cause("dtype-clash", "an operation between values of different dtypes (float64, int, float32)",
-          "Make both operands the same float dtype: `tf.cast(x, tf.float32)`, or create them as float32."),
+          "Give both operands one dtype; where one is a float, make the other that float (`tf.cast(n, tf.float32)`): "
+          "a cast to an integer dtype drops the fraction and has no gradient."),
     Cause("unused-input", "the computation never reads an input the task needs",
           "Compute the result from every input the task gives, as its formula says."),
     Cause("shape-clash", "an operation between tensors whose shapes do not fit together",

@@ -80,3 +80,49 @@ def test_short_error_keeps_tensorflows_first_meaningful_line_whole():
     long = ValueError("Expected (" + ", ".join(f"item{i}" for i in range(80)) + ") but got something else")
     cut = short_error(long)
     assert cut.endswith("...") and cut.count("(") == cut.count(")")
+
+
+_INT_CASTS = ("int32", "int64", "uint8", "int16", "int8", "uint16", "uint32", "uint64")
+
+
+def _advises_an_int_cast(text: str) -> bool:
+    """Whether the advice casts (or makes, or creates) a value as an integer dtype."""
+    return any(f"tf.cast(value, tf.{d})" in text or f"Make both {d}" in text or f"as {d}" in text for d in _INT_CASTS)
+
+
+@pytest.mark.parametrize("source", [
+    "def f(z):\n    return tf.cast(tf.round(z), tf.int32) - z\n",  # eager: "expected to be a int32 tensor but is a float"
+    "def f(z):\n    return z - tf.cast(tf.round(z), tf.int32)\n",  # eager, the other way round
+    "def f(z):\n    return tf.function(lambda a, b: a - b)(tf.cast(z, tf.int64), z)\n",  # traced: "Input 'y' of 'Sub'"
+])
+def test_an_int_with_a_float_is_made_float_never_int(source):
+    """An integer tensor meets a float one: the advice makes both float32 (a cast to an integer dtype rounds the
+    value and has no gradient), whichever operand came first and whether eager or traced."""
+    error = _raised(source, tf.constant([0.4, 1.6]))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "float32" in why.text, why
+    assert not _advises_an_int_cast(why.text), why.text
+
+
+def test_the_int_cast_on_the_line_is_named_as_where_the_int_came_from():
+    """The line casts to int32 itself: the advice names that cast and leaves it out, rather than a cast to add."""
+    error = _raised("def f(z):\n    return z + tf.stop_gradient(tf.cast(tf.round(z), tf.int32) - z)\n",
+                    tf.constant([0.4, 1.6]))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "`tf.cast(tf.round(z), tf.int32)`" in why.text, why
+    assert not _advises_an_int_cast(why.text), why.text
+
+
+def test_two_integer_dtypes_are_not_told_to_become_float():
+    """Near miss: int32 with int64 (indices, counts) is no gradient path: the advice stays with an integer dtype."""
+    error = _raised("def f(i):\n    return i - tf.constant([1], tf.int64)\n", tf.constant([3]))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "float" not in why.text, why
+
+
+def test_a_python_float_with_an_int_cast_on_the_line_names_the_cast():
+    """`tf.cast(z, tf.int32) * 0.5`: the int32 tensor the number meets is the line's own cast, named as such."""
+    error = _raised("def f(z):\n    return tf.cast(z, tf.int32) * 0.5\n", tf.constant([0.4, 1.6]))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "`tf.cast(z, tf.int32)`" in why.text, why
+    assert not _advises_an_int_cast(why.text), why.text

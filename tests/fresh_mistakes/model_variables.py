@@ -324,7 +324,7 @@ def make_accumulating_step(model):
         calls += 1
 
     return step
-''', "applied-per-micro-batch", "The count is tested before it is incremented, so the first call (count 0) already "
+''', "applied-off-schedule", "The count is tested before it is incremented, so the first call (count 0) already "
             "applies one micro-batch's gradients. Count the call first, then apply when the count reaches $k."),
     ],
     "ex2_7_answer": [

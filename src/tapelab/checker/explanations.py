@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tapelab.checker.sources import beside, copied_variable, made_before
+from tapelab.checker.sources import beside, copied_variable, made_before, variable_from_path
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 from tapelab.checker.known_errors import KNOWN_ERRORS
 from tapelab.checker.messages import Incorrect
@@ -192,6 +192,9 @@ def _about_source(facts: CodeFacts, call: GradientCall, tape: Tape, values) -> E
                "Did you use the `tf.` operation there instead?")
         return Explanation(f"`{blocked.call}` on the path from `{source}` to `{target}` leaves TensorFlow, and the tape "
                            f"records TensorFlow operations only. {fix}", "numpy-in-path")
+    copied = variable_from_path(facts, call, tape, target_up)
+    if copied:
+        return Explanation(*copied)
     early = next((a for a in facts.assignments if set(a.names) & target_up and source not in a.names
                   and a.line < call.line and not tape.contains(a.line) and a.made_by not in ("variable", "constant")
                   and source in facts.upstream(" + ".join(a.reads) or "_")), None)

@@ -1,15 +1,17 @@
 """Where a gradient's source was made, when that explains a `None` (tapelab.checker.explanations.explain_none):
 a tensor computed before the tape opened and never watched, a target computed beside the source, from a shared
-input, rather than from it, or a variable the function was given rebound to a constant copy of itself. Each finder
-returns (sentence, cause code) or None."""
+input, rather than from it, a variable the function was given rebound to a constant copy of itself, or a new
+variable on the path created from a value computed from the source. Each finder returns (sentence, cause code) or
+None."""
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any, Mapping
 
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
 
-__all__ = ["beside", "made_before", "copied_variable"]
+__all__ = ["beside", "made_before", "copied_variable", "variable_from_path"]
 
 
 def beside(facts: CodeFacts, call: GradientCall, target_up: set[str]) -> tuple[str, str] | None:
@@ -58,3 +60,55 @@ def copied_variable(facts: CodeFacts, name: str, line: int, tape: Tape,
     return (f"`{name} = {copy.value}` replaces the variable `{name}` you were given by a constant copy, and a tape "
             f"watches only trainable variables by itself, not such a copy. Keep the variable as it was given (drop "
             f"that line), or watch the copy, `{tape.name}.watch({name})`.", "not-watched")
+
+
+_SHAPE_ONLY = frozenset({"shape", "size", "rank", "dtype"})  # what reads only a tensor's shape or type, not its value
+
+
+def _value_names(node: ast.AST) -> set[str]:
+    """The names whose *values* an expression reads: not those it reads only for a shape or dtype
+    (`tf.zeros_like(w)`, `tf.shape(w)`, `w.shape`)."""
+    if isinstance(node, ast.Call):
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if func.endswith("_like") or func in _SHAPE_ONLY:
+            return set()
+    if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ONLY:
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    return set().union(*(_value_names(child) for child in ast.iter_child_nodes(node)))
+
+
+def _initial_value(call: str) -> ast.AST | None:
+    """The initial value given to a `tf.Variable(...)` call written as `call`."""
+    try:
+        node = ast.parse(call, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    given = node.args[:1] + [k.value for k in node.keywords if k.arg == "initial_value"]
+    return given[0] if given else None
+
+
+def variable_from_path(facts: CodeFacts, call: GradientCall, tape: Tape, target_up: set[str]) -> tuple[str, str] | None:
+    """A new `tf.Variable` on the path to the target, created from a value computed from the source: the variable
+    starts from a copy of that value, and its creation is no operation the tape can run backwards."""
+    source, target = call.source, call.target
+    if not re.fullmatch(r"[A-Za-z_]\w*", source):
+        return None
+    for made in facts.assignments:
+        if made.made_by != "variable" or made.line >= call.line or source in made.names or len(made.names) != 1:
+            continue
+        name = made.names[0]
+        if name not in target_up or facts.assignments_of(name, before=call.line)[-1] is not made:
+            continue
+        init = _initial_value(made.call)
+        if init is None or source not in facts.upstream(" + ".join(sorted(_value_names(init))) or "_"):
+            continue
+        where = "" if tape.contains(made.line) else ", computed inside the `with` block"
+        return (f"`{name} = {made.value}` makes a new variable that starts from a copy of the value of "
+                f"`{ast.unparse(init)}`: creating a variable is no operation the tape can run backwards, so the path "
+                f"from `{source}` to `{target}` stops there. Keep `{name}` a tensor: `{name} = {ast.unparse(init)}`"
+                f"{where}.", "state-change")
+    return None

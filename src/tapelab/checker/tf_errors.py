@@ -108,6 +108,41 @@ def _a(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
 
 
+def _integer(dtype: str) -> bool:
+    return bool(re.fullmatch(r"u?int\d+", dtype))
+
+
+def _int_cast(text: str, dtype: str) -> str | None:
+    """The `tf.cast(..., tf.<dtype>)` call written in `text`, if any (parentheses balanced)."""
+    for start in (m.start() for m in re.finditer(r"\b(?:tf\.)?cast\(", text)):
+        depth, end = 0, None
+        for i in range(text.index("(", start), len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        call = text[start:end] if end else ""
+        if re.search(rf"[\s,=](?:tf\.)?{dtype}\W*\)$|['\"]{dtype}['\"]\s*\)$", call):
+            return call
+    return None
+
+
+def _float_kept(want: str, got: str, line: Line | None) -> str | None:
+    """How to give an integer operand and a float one one dtype: the float one, whichever the operation expected,
+    since a cast to an integer dtype would drop the float value's fraction and has no gradient; where the line
+    itself casts to that integer dtype, that cast is named. None for two floats or two integers."""
+    if _integer(want) != _integer(got):
+        floating, integer = (got, want) if _integer(want) else (want, got)
+        cast = _int_cast(line.text, integer) if line is not None else None
+        if cast:
+            return (f"The {integer} value comes from `{cast}` on that line: leave that cast out (or cast to "
+                    f"{floating}), so that both are {floating}; a cast to an integer dtype drops the fraction and has "
+                    "no gradient.")
+        return (f"Make both {floating}: `tf.cast(value, tf.{floating})` on the {integer} value, or create it as "
+                f"{floating} (a cast to an integer dtype would drop the fraction and has no gradient).")
+    return None
+
+
 def _shape(text: str) -> tuple[int, ...]:
     return tuple(int(d) for d in re.findall(r"-?\d+", text))
 
@@ -180,15 +215,20 @@ def translate(error: BaseException, line: Line | None) -> Explanation | None:
     if found:
         op, want, got = found.group(1), _DTYPES.get(found.group(3), found.group(3)), _DTYPES.get(found.group(4),
                                                                                                  found.group(4))
+        fix = _float_kept(want, got, line) or f"Make both {want}: `tf.cast(value, tf.{want})`, or create the {got} " \
+                                              f"value as {want}."
         return Explanation(f"TensorFlow's `{op}` combines {_a(want)} {want} tensor with {_a(got)} {got} tensor "
-                           f"(its input {found.group(2)}), and TensorFlow never converts between dtypes. Make both "
-                           f"{want}: `tf.cast(value, tf.{want})`, or create the {got} value as {want}.", "dtype-clash")
+                           f"(its input {found.group(2)}), and TensorFlow never converts between dtypes. {fix}",
+                           "dtype-clash")
     found = re.search(r"Cannot convert (\S+) to EagerTensor of dtype (\w+)", text)
     if found:
-        return Explanation(f"The Python number {found.group(1)} meets {_a(found.group(2))} {found.group(2)} tensor, "
-                           f"and TensorFlow cannot make it {_a(found.group(2))} {found.group(2)}. Make the tensor a float "
-                           "(`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than `tf.constant(3)`).",
-                           "dtype-clash")
+        number, dtype = found.groups()
+        cast = _int_cast(line.text, dtype) if line is not None and _integer(dtype) else None
+        fix = (f"The {dtype} tensor comes from `{cast}` on that line: leave that cast out (or cast to float32)."
+               if cast else "Make the tensor a float (`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than "
+               "`tf.constant(3)`).")
+        return Explanation(f"The Python number {number} meets {_a(dtype)} {dtype} tensor, and TensorFlow cannot make "
+                           f"it {_a(dtype)} {dtype}. {fix}", "dtype-clash")
     found = re.search(r"Shapes of all inputs must match: values\[0\]\.shape = (\[[-\d,]*\]) != values\[(\d+)\]\.shape "
                       r"= (\[[-\d,]*\])", text)
     if found:
@@ -204,9 +244,9 @@ def _python_side(text: str, line: Line | None) -> Explanation | None:
     found = re.search(r"Input '\w+' of '(\w+)' Op has type (\w+) that does not match type (\w+) of argument", text)
     if found:
         op, got, want = found.groups()
+        fix = _float_kept(want, got, line) or f"Cast the {got} value: `tf.cast(value, tf.{want})`."
         return Explanation(f"TensorFlow's `{op}` got {_a(got)} {got} operand with {_a(want)} {want} one, and it "
-                           "never converts between "
-                           f"dtypes. Cast the {got} value: `tf.cast(value, tf.{want})`.", "dtype-clash")
+                           f"never converts between dtypes. {fix}", "dtype-clash")
     found = re.search(r"Passed in object (?:.*?\s)?of type '([\w.]+)', not tf\.Tensor", text, re.S)
     if found and line is not None and ".watch(" in line.text:
         kind = found.group(1)

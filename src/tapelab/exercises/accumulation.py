@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tapelab.checker.compare import all_close
+from tapelab.checker.counters import late_count
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.variants import Space
@@ -94,7 +95,7 @@ micro-batches, two full steps, and reads the weights after every call."""
             now = call_step(call)
             if call % k:
                 self._between(now, kept, call, k, lambda: grads_at(kept, call - 1, call), names,
-                              lambda: self._schedule(before, now, call, k, call_step))
+                              lambda: self._schedule(before, now, call, k, call_step), lambda: late_count(fn))
                 continue
             round_ = call // k
             self._applied(now, full[round_], full[round_ - 1], call, k, lr, names, facts, lambda: self._others(
@@ -129,8 +130,9 @@ micro-batches, two full steps, and reads the weights after every call."""
                 moved.append(n)
         return moved
 
-    def _between(self, now, kept, call, k, micro_grads, names, schedule) -> None:
-        """Between two applications the weights stay where the last one left them."""
+    def _between(self, now, kept, call, k, micro_grads, names, schedule, counted_late) -> None:
+        """Between two applications the weights stay where the last one left them. `counted_late()` is the count's
+        test and increment when the code tests it before counting the call (tapelab.checker.counters)."""
         if all_close(kept, now, _RTOL, _ATOL):
             return
         g = micro_grads()
@@ -149,6 +151,14 @@ micro-batches, two full steps, and reads the weights after every call."""
             raise Incorrect(f"{said} Your step applies after every micro-batch: add the gradients to the "
                             f"accumulators on each call, and apply only when the count reaches {k}.",
                             cause="applied-per-micro-batch")
+        # as often as due, from the 1st call on: the schedule a count tested before it counts the call gives
+        early = len(moved) == len(due) and moved[0] == 1 and all(m % k == 1 for m in moved)
+        late = counted_late() if early else None
+        if late:
+            test, count = late
+            raise Incorrect(f"{said} `if {test}:` comes before `{count}`, so each call tests the count of the calls "
+                            f"before it, and the 1st call already applies, after a single micro-batch. Count the call "
+                            f"first, then apply when the count reaches {k}.", cause="applied-off-schedule")
         if len(moved) == len(due) and all(m % k == call % k for m in moved):
             raise Incorrect(f"{said} Your step applies as often as it should, but on the wrong calls: after the "
                             f"{_ordinal(call)} micro-batch of each {k} instead of the {_ordinal(k)}. Apply when the "
