@@ -47,6 +47,18 @@ def test_first_gradient_is_the_analytic_one(model):
     np.testing.assert_array_equal(state.grad_before, state.grad_after)
 
 
+@pytest.mark.parametrize("mode", CLIP_MODES)
+def test_first_gradient_is_the_trained_runs_first_gradient(model, mode):
+    """Does `first_gradient`, which trains nothing, give the gradient before and after clipping that the
+    tape loop of that setting recorded at its first step?"""
+    before, after = model.first_gradient(mode, 1.0)
+    state = model.state(mode, 1.0)
+    np.testing.assert_array_equal(before, state.grad_before)
+    np.testing.assert_array_equal(after, state.grad_after)
+    with pytest.raises(ValueError, match="unknown clipping mode"):
+        model.first_gradient("clip", 1.0)
+
+
 @pytest.mark.parametrize("mode", CLIP_MODES[1:])
 def test_clip_matches_the_keras_optimizer_option(mode):
     """Does `clip(grads, mode, t)` give the same SGD(1) step as the optimizer's own `mode=t` option?"""

@@ -101,6 +101,16 @@ class ComparisonModel:
         fitted, losses, before, after = self._cache[key]
         return ComparisonState(mode, float(threshold), fitted, losses, self.fit_losses, before, after)
 
+    def first_gradient(self, mode: str = "none", threshold: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+        """The first step's gradient (w1, w2, b) before and after clipping, without training anything."""
+        if mode not in CLIP_MODES:
+            raise ValueError(f"unknown clipping mode {mode!r}; choose from: {', '.join(CLIP_MODES)}")
+        kernel, bias = tf.Variable(tf.zeros((2, 1))), tf.Variable(tf.zeros((1,)))
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.constant(self.y) - (tf.constant(self.x) @ kernel + bias)))
+        grads = tape.gradient(loss, [kernel, bias])
+        return _flat(grads), _flat(clip(grads, *_key(mode, threshold)))
+
     def _custom(self, mode: str, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The raw loop: loss under a tape, gradients, clipping, then the SGD update by hand."""
         kernel = tf.Variable(tf.zeros((2, 1)))
