@@ -49,6 +49,18 @@ def _models(seed: int, noise_dim: int):
     return generator, discriminator
 
 
+def _restore(models, initial) -> None:
+    """Put every weight of both models (BatchNormalization's moving statistics too) back to `initial`."""
+    for model, values in zip(models, initial):
+        for w, value in zip(model.weights, values):
+            w.assign(value)
+
+
+def _weights(models) -> list[list[np.ndarray]]:
+    """Every weight of each model, as NumPy copies."""
+    return [[w.numpy() for w in model.weights] for model in models]
+
+
 def _data(seed: int, batch: int, noise_dim: int):
     rng = np.random.default_rng(seed + 1000)
     real = tf.constant(3.0 + 0.5 * rng.normal(size=(batch, 1)), tf.float32)
@@ -56,10 +68,12 @@ def _data(seed: int, batch: int, noise_dim: int):
     return real, z
 
 
-def _reference(case, form: str, label: float, slip: str = ""):
-    """The weights of both models after one step, and the two losses, for the reference step or one `slip`."""
+def _reference(models, initial, case, form: str, label: float, slip: str = ""):
+    """The weights of both models after one step from `initial`, and the two losses, for the reference step or one
+    `slip`; the models are put back to `initial` after it, so one pair serves every step."""
     seed, batch, noise_dim, g_lr, d_lr = case
-    g, d = _models(seed, noise_dim)
+    g, d = models
+    _restore(models, initial)
     g_opt, d_opt = keras.optimizers.SGD(g_lr), keras.optimizers.SGD(d_lr)
     real, z = _data(seed, batch, noise_dim)
     loss_fn = getattr(keras.losses, _FORMS[form][0].split("(")[0])(**({"from_logits": True} if form == "bce" else {}))
@@ -85,7 +99,9 @@ def _reference(case, form: str, label: float, slip: str = ""):
     elif slip != "no-discriminator-update":
         d_opt.apply(d_grads, d_vars)
     del tape
-    return ([w.numpy() for w in g.weights], [w.numpy() for w in d.weights], float(d_loss), float(g_loss))
+    after = _weights(models)
+    _restore(models, initial)
+    return (*after, float(d_loss), float(g_loss))
 
 
 def _distinct(values) -> bool:
@@ -125,18 +141,25 @@ class GanStep(TapeExercise):
         seed, batch, noise_dim, g_lr, d_lr = case
         form, label = self.variant["form"], self.variant["label"]
         g, d = _models(seed, noise_dim)
+        initial = _weights((g, d))
+        # The reference step runs on the student's pair before the student's call, which gets it back as it was
+        # built; the slips (needed only for a wrong answer) run on a pair of their own, built once.
+        right = _reference((g, d), initial, case, form, label)
         real, z = _data(seed, batch, noise_dim)
         shown = f"generator, discriminator, SGD({g_lr}), SGD({d_lr}), real, z (a batch of {batch})"
         call = self.call(fn, g, d, keras.optimizers.SGD(g_lr), keras.optimizers.SGD(d_lr), real, z, shown=shown)
-        g_after, d_after = [w.numpy() for w in g.weights], [w.numpy() for w in d.weights]
-        right = _reference(case, form, label)
+        g_after, d_after = _weights((g, d))
+        slip_pair = []  # built when the first slip is asked for: a right answer needs none
 
         def slipped(slip, part):
-            return lambda: _reference(case, form, label, slip)[part]
+            def value():
+                if not slip_pair:
+                    slip_pair.append(_models(seed, noise_dim))
+                return _reference(slip_pair[0], initial, case, form, label, slip)[part]
+            return value
 
-        unchanged = _models(seed, noise_dim)
         problem = wrong_value("the discriminator's weights", right[1], d_after, [
-            Alternative("unchanged", [w.numpy() for w in unchanged[1].weights], "no-update",
+            Alternative("unchanged", initial[1], "no-update",
                         "The discriminator did not move. Did you call `d_opt.apply(d_grads, "
                         "discriminator.trainable_variables)`?"),
             Alternative("the generator's optimizer on both models", slipped("one-optimizer", 1), "one-optimizer",
@@ -163,7 +186,7 @@ class GanStep(TapeExercise):
             raise problem
         follows_d = self._generator_on_d_loss(facts)
         problem = wrong_value("the generator's weights", right[0], g_after, [
-            Alternative("unchanged", [w.numpy() for w in unchanged[0].weights], "no-update",
+            Alternative("unchanged", initial[0], "no-update",
                         "The generator did not move. Did you call `g_opt.apply(g_grads, "
                         "generator.trainable_variables)`?"),
             Alternative("the discriminator's loss", slipped("generator-on-d-loss", 0),
