@@ -40,10 +40,11 @@ class UnscaledStep(keras.Model):
 
 
 def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
-    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay.
-    Keras's own step runs eagerly by default: the same numbers as a compiled `fit` (tests/exercises/
-    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once. Each
-    is fitted once per process (6.1 and 6.2 share cases); the caller gets its own copy."""
+    """A plain functional model with `weights`, compiled and trained as `fit` trains it; history, final weights,
+    replay. By default Keras's own `train_step` runs eagerly, batch by batch, in `fit`'s order (`_stepped`): the
+    same numbers as a compiled `fit` (tests/exercises/test_fit_baseline.py compares both on every case), without
+    tracing a graph or building `fit`'s callbacks and iterators for a model used once. Each is fitted once per
+    process (6.1 and 6.2 share cases); the caller gets its own copy."""
     key = tuple((w.shape, w.dtype.str, w.tobytes()) for w in map(np.asarray, weights))
     return deepcopy(_fitted(key, case, model_class, run_eagerly))
 
@@ -55,10 +56,30 @@ def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool)
     model.set_weights(weights)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
                   jit_compile=False, run_eagerly=run_eagerly)
-    starts: list[list[np.ndarray]] = []
-    recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
-    history = case.fit(model, (recorder,))
+    if run_eagerly:
+        history, starts = _stepped(model, case)
+    else:
+        starts: list[list[np.ndarray]] = []
+        recorder = keras.callbacks.LambdaCallback(
+            on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
+        history = case.fit(model, (recorder,))
     return history, model.get_weights(), _replay(starts, case)
+
+
+def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]], list[list[np.ndarray]]]:
+    """What `fit` does with a compiled model's own `train_step`, eagerly: each epoch resets the metrics, runs the
+    step on each batch in order, and reports the metrics' results. The history, and the weights before each step."""
+    history: dict[str, list[float]] = {}
+    starts: list[list[np.ndarray]] = []
+    batches = list(case.batches())
+    for _ in range(EPOCHS):
+        model.reset_metrics()
+        for batch in batches:
+            starts.append(model.get_weights())
+            model.train_step(batch)
+        for key, value in model.get_metrics_result().items():
+            history.setdefault(key, []).append(float(value))
+    return history, starts
 
 
 def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
