@@ -22,7 +22,7 @@ from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, worked_example
+from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, Replay, worked_example
 from tapelab.quiet import Quiet
 
 __all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "weighted_failure", "worked_example"]
@@ -63,7 +63,7 @@ def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool)
         recorder = keras.callbacks.LambdaCallback(
             on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
         history = case.fit(model, (recorder,))
-    return history, model.get_weights(), _replay(starts, case)
+    return history, model.get_weights(), Replay(starts, case)
 
 
 def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]], list[list[np.ndarray]]]:
@@ -80,43 +80,6 @@ def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]],
         for key, value in model.get_metrics_result().items():
             history.setdefault(key, []).append(float(value))
     return history, starts
-
-
-def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
-    """The case's model on `x` with `weights`: [Dense(hidden, tanh) kernel and bias,] Dense(1) kernel and bias."""
-    *hidden, kernel, bias = weights
-    return (np.tanh(x @ hidden[0] + hidden[1]) if hidden else x) @ kernel + bias
-
-
-def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
-    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, the plain
-    (unweighted) mean of the batch losses, and the mean of every batch loss so far (a loss metric that
-    `fit` never resets)."""
-    x, y = case.data()
-    weights = case.weights()
-    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
-    loss = case.loss_object()
-    mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
-    for epoch in range(EPOCHS):
-        preds = [_forward(start, x[part]) for part, start in
-                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
-        mean_pred.append(float(np.mean(np.concatenate(preds))))
-        seen += [float(loss(y[part], pred) if weights is None else loss(y[part], pred, sample_weight=weights[part]))
-                 for part, pred in zip(batches, preds)]
-        last_loss.append(seen[-1])
-        unweighted.append(float(np.mean(seen[-len(batches):])))
-        running.append(float(np.mean(seen)))
-    found = {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
-             "running mean": running}
-    for name in case.metrics if weights is not None else ():  # each metric as a step that drops the weights reports it
-        metric = {"mae": keras.metrics.MeanAbsoluteError, "mse": keras.metrics.MeanSquaredError}[name]()
-        found[f"unweighted {name}"] = []
-        for epoch in range(EPOCHS):
-            metric.reset_state()
-            for part, start in zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)]):
-                metric.update_state(y[part], _forward(start, x[part]))
-            found[f"unweighted {name}"].append(float(metric.result()))
-    return found
 
 
 def _weights_taken(fn) -> str:
