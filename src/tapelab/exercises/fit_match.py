@@ -7,7 +7,6 @@ import ast
 import inspect
 import re
 import textwrap
-import weakref
 from copy import deepcopy
 from dataclasses import replace
 from functools import lru_cache
@@ -149,13 +148,10 @@ class FitMatch(Exercise):
     works only eagerly fails there; the others run it eagerly, `run_eagerly=True`: the same numbers without
     tracing a graph for a model fitted once. The traced one is the first case with the most batches: one trace
     serves several steps, as TensorFlow expects (it warns when most recent calls to Keras's train function,
-    counted over every model, traced it, and the notebook's next fit would show that warning). A function whose
-    traced case has passed once in this process is not traced again (a test cell's hidden check after its
-    visible one): the same code, already shown to run in a graph."""
+    counted over every model, traced it, and the notebook's next fit would show that warning)."""
 
     compile_loss = True  # 6.2 compiles with an optimizer only
     _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
-    _graph_proven: weakref.WeakSet | None = None  # the functions whose traced case passed in this process
 
     def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
         __tracebackhide__ = True
@@ -168,20 +164,6 @@ class FitMatch(Exercise):
         case = case if isinstance(case, FitCase) else FitCase(*case)
         with dtype_policy(case.policy):
             self._check_under_policy(fn, case, facts)
-        if case == self._traced and not self._proven(fn):
-            if self._graph_proven is None:
-                self._graph_proven = weakref.WeakSet()
-            try:
-                self._graph_proven.add(fn)
-            except TypeError:  # a callable that takes no weak reference is traced on every check
-                pass
-
-    def _proven(self, fn) -> bool:
-        """Whether `fn`'s traced case has already passed in this process."""
-        try:
-            return self._graph_proven is not None and fn in self._graph_proven
-        except TypeError:
-            return False
 
     def _check_under_policy(self, fn, case, facts):
         model = self.call(fn, case.features, shown=case.shown()).value
@@ -205,7 +187,7 @@ class FitMatch(Exercise):
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         metrics = case.metric_options() if self.compile_loss else {}  # an optimizer only: the step tracks its own
         model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False,
-                      run_eagerly=case != self._traced or self._proven(fn), **compiled)
+                      run_eagerly=case != self._traced, **compiled)
         try:
             trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
