@@ -1,7 +1,8 @@
 """The reference `fit` that exercises 6.1 and 6.2 compare a student's step with runs Keras's step eagerly (no
 graph to trace for a model used once): on every case the notebook checks, visible and hidden, it must give
-the numbers a compiled `fit` gives. And every checker fit, the student's and the reference, fits a repeated
-dataset `steps` batches an epoch: it must give the numbers of fitting the batches themselves."""
+the numbers a compiled `fit` gives, and the plain model's `evaluate` the numbers `evaluate` gives. And every
+checker fit, the student's and the reference, fits a repeated dataset `steps` batches an epoch: it must give
+the numbers of fitting the batches themselves."""
 import ast
 import json
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from tapelab.exercises.dtype_policies import dtype_policy
+from tapelab.exercises.fit_evaluate import _plain_evaluate
 from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
 from tapelab.grading.hidden import split
@@ -73,3 +75,21 @@ def test_a_repeated_dataset_fits_as_the_dataset_itself(case):
         np.testing.assert_array_equal(history[key], want_history[key], err_msg=key)
     for got, want in zip(final, want_final):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.describe())
+def test_eager_plain_evaluate_matches_evaluate(case):
+    """Does the plain model's `evaluate` that 6.1 and 6.2 compare a student's `test_step` with (Keras's own
+    `test_step` run batch by batch) report what `evaluate` itself reports, on every case?"""
+    rng = np.random.default_rng(case.seed + 2)
+    weights = [rng.normal(size=(case.features, 1)).astype(np.float32), rng.normal(size=(1,)).astype(np.float32)]
+    with dtype_policy(case.policy):
+        got = _plain_evaluate(weights, case, case.batches())
+        model = case.model()
+        model.set_weights(weights)
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                      jit_compile=False)
+        want = model.evaluate(case.batches(), verbose=0, return_dict=True)
+    assert sorted(got) == sorted(want)
+    for key in want:
+        np.testing.assert_allclose(got[key], float(want[key]), rtol=1e-6, atol=1e-7, err_msg=key)

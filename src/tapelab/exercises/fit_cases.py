@@ -1,14 +1,16 @@
 """The cases a custom `train_step` is fitted on against plain `fit` (exercises 6.1 and 6.2): data, sample weights,
-batches, the compiled loss and metrics, the dtype policy, and the model itself."""
+batches, the compiled loss and metrics, the dtype policy, and the model itself; and what known wrong steps would
+report along the plain fit (`Replay`)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "worked_example"]
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "Replay", "worked_example"]
 
 EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
 # The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
@@ -119,3 +121,61 @@ class FitCase:
     def last_rows(self) -> int:
         """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
         return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
+
+
+class Replay(Mapping):
+    """`_replay(starts, case)`, computed on first use: only a reported number that disagrees with `fit` needs it."""
+
+    def __init__(self, starts: list[list[np.ndarray]], case: FitCase) -> None:
+        self._starts, self._case, self._found = starts, case, None
+
+    def _values(self) -> dict[str, list[float]]:
+        if self._found is None:
+            self._found = _replay(self._starts, self._case)
+        return self._found
+
+    def __getitem__(self, key: str) -> list[float]:
+        return self._values()[key]
+
+    def __iter__(self):
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+
+def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    """The case's model on `x` with `weights`: [Dense(hidden, tanh) kernel and bias,] Dense(1) kernel and bias."""
+    *hidden, kernel, bias = weights
+    return (np.tanh(x @ hidden[0] + hidden[1]) if hidden else x) @ kernel + bias
+
+
+def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
+    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, the plain
+    (unweighted) mean of the batch losses, and the mean of every batch loss so far (a loss metric that
+    `fit` never resets)."""
+    x, y = case.data()
+    weights = case.weights()
+    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
+    loss = case.loss_object()
+    mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
+    for epoch in range(EPOCHS):
+        preds = [_forward(start, x[part]) for part, start in
+                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
+        mean_pred.append(float(np.mean(np.concatenate(preds))))
+        seen += [float(loss(y[part], pred) if weights is None else loss(y[part], pred, sample_weight=weights[part]))
+                 for part, pred in zip(batches, preds)]
+        last_loss.append(seen[-1])
+        unweighted.append(float(np.mean(seen[-len(batches):])))
+        running.append(float(np.mean(seen)))
+    found = {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
+             "running mean": running}
+    for name in case.metrics if weights is not None else ():  # each metric as a step that drops the weights reports it
+        metric = {"mae": keras.metrics.MeanAbsoluteError, "mse": keras.metrics.MeanSquaredError}[name]()
+        found[f"unweighted {name}"] = []
+        for epoch in range(EPOCHS):
+            metric.reset_state()
+            for part, start in zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)]):
+                metric.update_state(y[part], _forward(start, x[part]))
+            found[f"unweighted {name}"].append(float(metric.result()))
+    return found

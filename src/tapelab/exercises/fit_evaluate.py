@@ -18,13 +18,18 @@ __all__ = ["check_evaluate"]
 
 
 def _plain_evaluate(weights: list[np.ndarray], case: FitCase, batches) -> dict[str, float]:
-    """What a plain functional model with `weights`, compiled as the case says, reports from `evaluate`."""
+    """What a plain functional model with `weights`, compiled as the case says, reports from `evaluate`: what
+    `evaluate` does, eagerly, without its callbacks and iterators (the metrics reset, Keras's own `test_step` on
+    each batch, the metrics' results; tests/exercises/test_fit_baseline.py compares it with `evaluate`)."""
     model = case.model()
     model.set_weights(weights)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(), jit_compile=False,
                   run_eagerly=True)
     with Quiet():
-        return {key: float(value) for key, value in model.evaluate(batches, verbose=0, return_dict=True).items()}
+        model.reset_metrics()
+        for batch in batches:
+            model.test_step(batch)
+        return {key: float(value) for key, value in model.get_metrics_result().items()}
 
 
 def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:

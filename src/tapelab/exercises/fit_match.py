@@ -21,7 +21,7 @@ from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, worked_example
+from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, Replay, worked_example
 from tapelab.quiet import Quiet
 
 __all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "weighted_failure", "worked_example"]
@@ -39,10 +39,11 @@ class UnscaledStep(keras.Model):
 
 
 def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True):
-    """A plain functional model with `weights`, fitted with compile + fit; history, final weights, replay.
-    Keras's own step runs eagerly by default: the same numbers as a compiled `fit` (tests/exercises/
-    test_fit_baseline.py compares both on every case), without tracing a graph for a model used once. Each
-    is fitted once per process (6.1 and 6.2 share cases); the caller gets its own copy."""
+    """A plain functional model with `weights`, compiled and trained as `fit` trains it; history, final weights,
+    replay. By default Keras's own `train_step` runs eagerly, batch by batch, in `fit`'s order (`_stepped`): the
+    same numbers as a compiled `fit` (tests/exercises/test_fit_baseline.py compares both on every case), without
+    tracing a graph or building `fit`'s callbacks and iterators for a model used once. Each is fitted once per
+    process (6.1 and 6.2 share cases); the caller gets its own copy."""
     key = tuple((w.shape, w.dtype.str, w.tobytes()) for w in map(np.asarray, weights))
     return deepcopy(_fitted(key, case, model_class, run_eagerly))
 
@@ -54,47 +55,30 @@ def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool)
     model.set_weights(weights)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
                   jit_compile=False, run_eagerly=run_eagerly)
+    if run_eagerly:
+        history, starts = _stepped(model, case)
+    else:
+        starts: list[list[np.ndarray]] = []
+        recorder = keras.callbacks.LambdaCallback(
+            on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
+        history = case.fit(model, (recorder,))
+    return history, model.get_weights(), Replay(starts, case)
+
+
+def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]], list[list[np.ndarray]]]:
+    """What `fit` does with a compiled model's own `train_step`, eagerly: each epoch resets the metrics, runs the
+    step on each batch in order, and reports the metrics' results. The history, and the weights before each step."""
+    history: dict[str, list[float]] = {}
     starts: list[list[np.ndarray]] = []
-    recorder = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
-    history = case.fit(model, (recorder,))
-    return history, model.get_weights(), _replay(starts, case)
-
-
-def _forward(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
-    """The case's model on `x` with `weights`: [Dense(hidden, tanh) kernel and bias,] Dense(1) kernel and bias."""
-    *hidden, kernel, bias = weights
-    return (np.tanh(x @ hidden[0] + hidden[1]) if hidden else x) @ kernel + bias
-
-
-def _replay(starts: list[list[np.ndarray]], case: FitCase) -> dict[str, list[float]]:
-    """Per epoch, what a wrong step would report: the mean prediction, the last batch's loss, the plain
-    (unweighted) mean of the batch losses, and the mean of every batch loss so far (a loss metric that
-    `fit` never resets)."""
-    x, y = case.data()
-    weights = case.weights()
-    batches = [slice(i, i + case.batch_size) for i in range(0, len(x), case.batch_size)]
-    loss = case.loss_object()
-    mean_pred, last_loss, unweighted, running, seen = [], [], [], [], []
-    for epoch in range(EPOCHS):
-        preds = [_forward(start, x[part]) for part, start in
-                 zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)])]
-        mean_pred.append(float(np.mean(np.concatenate(preds))))
-        seen += [float(loss(y[part], pred) if weights is None else loss(y[part], pred, sample_weight=weights[part]))
-                 for part, pred in zip(batches, preds)]
-        last_loss.append(seen[-1])
-        unweighted.append(float(np.mean(seen[-len(batches):])))
-        running.append(float(np.mean(seen)))
-    found = {"mean prediction": mean_pred, "last batch loss": last_loss, "unweighted mean": unweighted,
-             "running mean": running}
-    for name in case.metrics if weights is not None else ():  # each metric as a step that drops the weights reports it
-        metric = {"mae": keras.metrics.MeanAbsoluteError, "mse": keras.metrics.MeanSquaredError}[name]()
-        found[f"unweighted {name}"] = []
-        for epoch in range(EPOCHS):
-            metric.reset_state()
-            for part, start in zip(batches, starts[epoch * len(batches):(epoch + 1) * len(batches)]):
-                metric.update_state(y[part], _forward(start, x[part]))
-            found[f"unweighted {name}"].append(float(metric.result()))
-    return found
+    batches = list(case.batches())
+    for _ in range(EPOCHS):
+        model.reset_metrics()
+        for batch in batches:
+            starts.append(model.get_weights())
+            model.train_step(batch)
+        for key, value in model.get_metrics_result().items():
+            history.setdefault(key, []).append(float(value))
+    return history, starts
 
 
 def _weights_taken(fn) -> str:
