@@ -2,7 +2,8 @@
 
 An exercise declares a `Space`: each parameter's value in the notebook's own text (the default variant),
 how to draw it from a NumPy generator, the text a value reads as in code and in the task (`wording`), and
-a rule (`allowed`) that refuses a draw where the answer and a known mistake would give the same numbers.
+a rule (`allowed`) that refuses a draw where the answer and a known mistake would give the same numbers;
+a draw of the notebook's own values is refused too (the text's answer would pass it).
 A `Variant` holds the values of one draw. Every text of an exercise (its task, hints, solution and last
 hint, and each catalogued mistake of the test suite) is a `string.Template` with `$name` fields, filled
 from the variant: the default variant fills them to the notebook's own words, so one text serves all.
@@ -74,6 +75,10 @@ class Space:
     def varies(self) -> bool:
         return bool(self.draws)
 
+    def _as_text(self, values: Mapping[str, Any]) -> bool:
+        """Whether a draw holds the notebook's own values, so that the text's answer would pass it: never drawn."""
+        return all(values[name] == self.default[name] for name in self.draws)
+
     def variant(self, seed: int | None = None) -> Variant:
         """The variant of `seed`: the same values for the same seed, on any machine; None gives the default."""
         values = dict(self.default)
@@ -81,7 +86,7 @@ class Space:
             rng = np.random.default_rng(seed)
             for _ in range(_ATTEMPTS):
                 values.update({name: draw(rng) for name, draw in self.draws.items()})
-                if self.allowed(values):
+                if self.allowed(values) and not self._as_text(values):
                     break
             else:
                 raise ValueError(f"no allowed variant in {_ATTEMPTS} draws of seed {seed}: widen the space's draws")
