@@ -70,7 +70,7 @@ def loss_gradients(x, w, b):
     dl_db = tape.gradient(loss, b)
     del tape
     return [dl_dw, dl_db]
-''', "tape-used-twice", "The exercise asks for a single `tape.gradient` call; instead of a persistent tape asked twice, "
+''', "several-gradient-calls", "The exercise asks for a single `tape.gradient` call; instead of a persistent tape asked twice, "
      "pass both sources at once: `return tape.gradient(loss, [w, b])` gives both from one backward walk."),
     ],
     "ex1_3_answer": [

@@ -88,7 +88,7 @@ def two_gradients_and_release(f, x, lr):
     x.assign_sub(lr * dloss_dx)
     new_loss, _ = f(x)
     return [dloss_dx, dpenalty_dx, new_loss]
-''', "unused-input", "You computed `dpenalty_dx` but your step `x.assign_sub(lr * dloss_dx)` leaves it out; the "
+''', "missing-term", "You computed `dpenalty_dx` but your step `x.assign_sub(lr * dloss_dx)` leaves it out; the "
            "step is `lr * (dloss_dx + ${mu_times}dpenalty_dx)`, so your `new_loss` is the loss after the wrong step."),
     ],
     "ex4_3_answer": [
