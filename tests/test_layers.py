@@ -15,11 +15,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Units below tapelab.grading may import only the units listed (and themselves); "cli" may import anything
 # and nothing imports it.
 ALLOWED = {
-    "causes": set(), "errors": set(), "lazy": set(), "outside": set(), "paths": set(), "tf_log": set(),
+    "causes": set(), "errors": set(), "explained": set(), "lazy": set(), "outside": set(), "paths": set(),
+    "tf_log": set(),
     "quiet": {"tf_log"},
     "lint": {"causes", "errors"},
-    "checker": {"causes", "errors", "lazy", "lint", "quiet", "tf_log"},
-    "diagnose": {"causes", "quiet", "tf_log"},
+    "checker": {"causes", "errors", "explained", "lazy", "lint", "quiet", "tf_log"},
+    "diagnose": {"causes", "explained", "quiet", "tf_log"},
     "guarded": {"diagnose"},
     "widgets": {"diagnose"},
     "exercises": {"causes", "checker", "diagnose", "lint", "quiet"},
@@ -50,7 +51,7 @@ STANDALONE = {"tapelab.grading.integrity.in_kernel", "tapelab.grading.execution.
 # Third-party packages a unit must never import (lint runs in pre-commit hooks and CI, without them); an import
 # guarded by `except ImportError` with a fallback (lint's use of IPython where it is installed) is not one.
 HEAVY = {"lint": {"tensorflow", "keras", "numpy", "nbgrader", "nbformat", "jsonschema", "sqlalchemy", "IPython"},
-         "causes": {"tensorflow", "numpy"}}
+         "causes": {"tensorflow", "numpy"}, "explained": {"tensorflow", "keras", "numpy"}}
 
 
 def read_sources() -> dict[str, str]:

@@ -5,11 +5,11 @@ variable on the path created from a value computed from the source. Each finder 
 None."""
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any, Mapping
 
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
+from tapelab.explained import initial_value, value_names, variable_copy
 
 __all__ = ["beside", "made_before", "copied_variable", "variable_from_path"]
 
@@ -62,38 +62,10 @@ def copied_variable(facts: CodeFacts, name: str, line: int, tape: Tape,
             f"that line), or watch the copy, `{tape.name}.watch({name})`.", "not-watched")
 
 
-_SHAPE_ONLY = frozenset({"shape", "size", "rank", "dtype"})  # what reads only a tensor's shape or type, not its value
-
-
-def _value_names(node: ast.AST) -> set[str]:
-    """The names whose *values* an expression reads: not those it reads only for a shape or dtype
-    (`tf.zeros_like(w)`, `tf.shape(w)`, `w.shape`)."""
-    if isinstance(node, ast.Call):
-        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if func.endswith("_like") or func in _SHAPE_ONLY:
-            return set()
-    if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ONLY:
-        return set()
-    if isinstance(node, ast.Name):
-        return {node.id}
-    return set().union(*(_value_names(child) for child in ast.iter_child_nodes(node)))
-
-
-def _initial_value(call: str) -> ast.AST | None:
-    """The initial value given to a `tf.Variable(...)` call written as `call`."""
-    try:
-        node = ast.parse(call, mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call):
-        return None
-    given = node.args[:1] + [k.value for k in node.keywords if k.arg == "initial_value"]
-    return given[0] if given else None
-
-
 def variable_from_path(facts: CodeFacts, call: GradientCall, tape: Tape, target_up: set[str]) -> tuple[str, str] | None:
     """A new `tf.Variable` on the path to the target, created from a value computed from the source: the variable
-    starts from a copy of that value, and its creation is no operation the tape can run backwards."""
+    starts from a copy of that value, and its creation is no operation the tape can run backwards (the rule and
+    its sentence are `tapelab.explained`'s, which diagnose shares)."""
     source, target = call.source, call.target
     if not re.fullmatch(r"[A-Za-z_]\w*", source):
         return None
@@ -103,12 +75,8 @@ def variable_from_path(facts: CodeFacts, call: GradientCall, tape: Tape, target_
         name = made.names[0]
         if name not in target_up or facts.assignments_of(name, before=call.line)[-1] is not made:
             continue
-        init = _initial_value(made.call)
-        if init is None or source not in facts.upstream(" + ".join(sorted(_value_names(init))) or "_"):
+        init = initial_value(made.call)
+        if init is None or source not in facts.upstream(" + ".join(sorted(value_names(init))) or "_"):
             continue
-        where = "" if tape.contains(made.line) else ", computed inside the `with` block"
-        return (f"`{name} = {made.value}` makes a new variable that starts from a copy of the value of "
-                f"`{ast.unparse(init)}`: creating a variable is no operation the tape can run backwards, so the path "
-                f"from `{source}` to `{target}` stops there. Keep `{name}` a tensor: `{name} = {ast.unparse(init)}`"
-                f"{where}.", "state-change")
+        return variable_copy(name, made.value, source, f"`{target}`", tape.contains(made.line), made.call)
     return None

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from tensorflow.python.framework import ops as tf_ops
 
-from tapelab.diagnose.record import Location, Op, Recorder
+from tapelab.diagnose.record import Location, Op, Recorder, tensor_id
 
-__all__ = ["Break", "ancestry", "cut_reason", "dead_relu", "excused", "find_break", "host_data_in", "non_finite_origin",
-           "reads"]
+__all__ = ["Break", "ancestry", "assigned_and_read", "cut_reason", "dead_relu", "excused", "find_break", "host_data_in",
+           "non_finite_origin", "reads"]
 
 ROUNDING = frozenset({"Round", "Floor", "Ceil", "Rint"})  # registered gradients that return None
 _ASSIGN = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
@@ -64,11 +64,15 @@ def reads(record: Recorder, source_id: int) -> list[Op]:
     return [op for op in record.ops if source_id in op.input_ids]
 
 
-def find_break(record: Recorder, source_id: int, loss_id: int | None) -> Break | None:
+def find_break(record: Recorder, source_id: int, loss_id: int | None,
+               read_by_loss: frozenset[int] = frozenset()) -> Break | None:
     """Where the source's path to the loss breaks, or None when it does not (or was never read).
 
     A source read but never reaching the loss gives a `not-connected` break at the last op that used
     its value (also when that value left TensorFlow: the caller reads the source for the call).
+    `read_by_loss` holds the handles of variables the tape says the loss is computed from: an op given a
+    variable itself reads it by a fast path no op callback sees, so a value assigned into such a variable
+    reaches the loss through a read the recording lacks.
     """
     carried: set[int] = {source_id}
     reached: dict[int, Break] = {}  # tensor or handle id -> the first break on its way here
@@ -97,9 +101,27 @@ def find_break(record: Recorder, source_id: int, loss_id: int | None) -> Break |
         return None
     if loss_id in reached and reached[loss_id] is not None:
         return reached[loss_id]
+    assigned = next((reached[h] for h in sorted(read_by_loss) if h in reached and reached[h] is not None), None)
+    if assigned is not None:
+        return assigned
     if last_use is not None:
         return Break("not-connected", last_use.kind, last_use.where, trail=last_use.trail)
     return None
+
+
+def assigned_and_read(record: Recorder, tape, loss) -> frozenset[int]:
+    """Handles of the variables assigned during the run that the loss is computed from, by the tape's own
+    account (their gradient is not None): an op given a variable reads it unseen by the recorder. Only a
+    persistent tape can be asked again; otherwise none are known."""
+    assigned = {op.input_ids[0] for op in record.ops if op.kind in _ASSIGN and op.input_ids}
+    variables = [v for v in tape.watched_variables() if tensor_id(v) in assigned]
+    if not variables or not tape._persistent:
+        return frozenset()
+    try:
+        grads = tape.gradient(loss, variables)
+    except (LookupError, RuntimeError, TypeError, ValueError):
+        return frozenset()
+    return frozenset(tensor_id(v) for v, g in zip(variables, grads) if g is not None)
 
 
 def host_data_in(record: Recorder, loss_id: int | None) -> bool:

@@ -18,7 +18,8 @@ from tapelab.diagnose.allow import Allowlist
 from tapelab.diagnose.compiled import Comparison, compiled_gradients, functions_run_eagerly, gradient_status
 from tapelab.diagnose.report import Report
 from tapelab.diagnose.exits import leaving_call
-from tapelab.diagnose.breaks import Break, ancestry, dead_relu, find_break, host_data_in, non_finite_origin, reads
+from tapelab.diagnose.breaks import (Break, ancestry, assigned_and_read, dead_relu, find_break, host_data_in,
+                                    non_finite_origin, reads)
 from tapelab.diagnose.record import Recorder, tensor_id
 from tapelab.diagnose.source import bindings, blocking_call, free_values, sliced_arguments
 from tapelab.diagnose.state import Saved, stateful
@@ -102,7 +103,7 @@ class _Run:
         self.loss_id = tensor_id(loss)
         self.made = {i for op in self.record.ops for i in op.output_ids}
         sliced = sliced_arguments(self.caller, self.known) if self.caller else {}
-        self._origin = None
+        self._origin = self._loss_reads = None
         entries = [self._judge(sliced[i][0] if i in sliced and name == f"variables[{i}]" else name, var, grad,
                                sliced.get(i), missing[i]) for i, ((name, var), grad) in enumerate(zip(named, grads))]
         entries += _untracked(self.model, {id(v) for _, v in named})
@@ -279,7 +280,7 @@ class _Run:
             return Entry(name, "None", "not-watched",
                          f"Your tape was opened with `watch_accessed_variables=False`, and `{name}` was never "
                          f"passed to `tape.watch`. Call `tape.watch({name})` inside the `with` block.")
-        found = find_break(self.record, source_id, self.loss_id)
+        found = find_break(self.record, source_id, self.loss_id, self._read_by_loss())
         if found is not None and found.code == "not-connected" and found.trail and host_data_in(self.record, self.loss_id):
             left = leaving_call(self.loss_fn, found.trail)
             found = Break("numpy-in-path", found.op, left.where, left.call, after=found.where) if left else found
@@ -290,6 +291,12 @@ class _Run:
         return Entry(name, "None", None,
                      f"The gradient of `{name}` is None although every recorded op from it to the loss has a "
                      "gradient: one of those gradient functions returns None for it.")
+
+    def _read_by_loss(self) -> frozenset[int]:
+        if self._loss_reads is None:
+            with Quiet():
+                self._loss_reads = assigned_and_read(self.record, self.tape, self.loss)
+        return self._loss_reads
 
     def _not_a_tensor(self, name: str) -> Entry:
         loss = self.loss

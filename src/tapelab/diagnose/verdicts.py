@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from tapelab.causes import cause
 from tapelab.diagnose.breaks import Break
 from tapelab.diagnose.record import Location
+from tapelab.explained import variable_copy, variable_statement
 
 __all__ = ["CAUSES", "Entry", "for_break", "for_non_finite"]
 
@@ -77,7 +78,16 @@ def for_break(name: str, found: Break) -> Entry:
                          f"last used by `{found.op}` {at}. Does the loss really depend on that result (a branch "
                          "not taken, a result not returned, a typo in a name)?",
     }[code]
-    return Entry(name, "None", code, text, found.op, found.where)
+    copied = _variable_copy(name, found) if code == "state-change" else None
+    return Entry(name, "None", code, copied or text, found.op, found.where)
+
+
+def _variable_copy(name: str, found: Break) -> str | None:
+    """The checker's sentence (`tapelab.explained`) when the assignment is a new variable's initial value: the
+    line that ran it reads `v = tf.Variable(...)`."""
+    made = variable_statement(found.where.text) if found.where else None
+    said = variable_copy(made[0], made[1], name, "the loss") if made else None
+    return said[0] if said else None
 
 
 _NON_FINITE_FIX = {
