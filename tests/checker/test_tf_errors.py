@@ -126,3 +126,53 @@ def test_a_python_float_with_an_int_cast_on_the_line_names_the_cast():
     why = translate(error, line_of(error, _FILE))
     assert why.cause == "dtype-clash" and "`tf.cast(z, tf.int32)`" in why.text, why
     assert not _advises_an_int_cast(why.text), why.text
+
+
+def _facts(source: str, *args):
+    """The error `f(*args)` raises, and the code facts of `f` (the function's source and its assignments)."""
+    from tapelab.checker.code_facts import CodeFacts
+
+    error = _raised(source, *args)
+    namespace = {"tf": tf}
+    exec(compile(source, _FILE, "exec"), namespace)
+    return error, CodeFacts.of(namespace["f"])
+
+
+_COUNT_CAST = "def f(x):\n    n = tf.cast(tf.shape(x)[0], tf.int32)\n    loss = tf.reduce_sum(x ** 2)\n    return loss / n\n"
+
+
+def test_an_int_cast_on_an_earlier_line_is_named():
+    """`n = tf.cast(tf.shape(x)[0], tf.int32)` two lines up, `loss / n` raises: the advice names n's line and cast."""
+    error, facts = _facts(_COUNT_CAST, tf.constant([0.5, 1.5]))
+    why = translate(error, line_of(error, _FILE), facts)
+    assert why.cause == "dtype-clash" and "`n = tf.cast(tf.shape(x)[0], tf.int32)`" in why.text, why
+    assert "line 2" in why.text and not _advises_an_int_cast(why.text), why.text
+
+
+def test_an_earlier_int_cast_is_named_inside_a_tf_function():
+    """Traced, TensorFlow words the clash otherwise (`Input 'y' of 'RealDiv' Op`); the same line is named."""
+    source = "@tf.function\n" + _COUNT_CAST
+    error, facts = _facts(source, tf.constant([0.5, 1.5]))
+    why = translate(error, line_of(error, _FILE), facts)
+    assert why.cause == "dtype-clash" and "`n = tf.cast(tf.shape(x)[0], tf.int32)`" in why.text, why
+    assert "line 3" in why.text, why.text
+
+
+def test_a_python_float_meeting_an_earlier_int_cast_names_it():
+    error, facts = _facts("def f(x):\n    n = tf.cast(tf.size(x), tf.int32)\n    return n * 0.5\n", tf.constant([1.0]))
+    why = translate(error, line_of(error, _FILE), facts)
+    assert why.cause == "dtype-clash" and "`n = tf.cast(tf.size(x), tf.int32)`" in why.text, why
+
+
+@pytest.mark.parametrize("source", [
+    # two int casts reach the line: which one met the float is not clear
+    "def f(x):\n    a = tf.cast(tf.size(x), tf.int32)\n    b = tf.cast(tf.size(x), tf.int32)\n"
+    "    return tf.reduce_sum(x) / a + tf.reduce_sum(x) / b\n",
+    # the cast name is made float on the line; the int32 that clashes is `k`, which no cast made
+    "def f(x):\n    n = tf.cast(tf.size(x), tf.int32)\n    k = tf.size(x)\n"
+    "    return tf.reduce_sum(x) / tf.cast(n, tf.float32) / k\n",
+])
+def test_no_earlier_cast_is_named_when_the_flow_is_not_clear(source):
+    error, facts = _facts(source, tf.constant([1.0, 2.0]))
+    why = translate(error, line_of(error, _FILE), facts)
+    assert why.cause == "dtype-clash" and "tf.cast(tf.size(x), tf.int32)`" not in why.text, why
