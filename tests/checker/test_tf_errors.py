@@ -138,7 +138,8 @@ def _facts(source: str, *args):
     return error, CodeFacts.of(namespace["f"])
 
 
-_COUNT_CAST = "def f(x):\n    n = tf.cast(tf.shape(x)[0], tf.int32)\n    loss = tf.reduce_sum(x ** 2)\n    return loss / n\n"
+_COUNT_CAST = ("def f(x):\n    n = tf.cast(tf.shape(x)[0], tf.int32)\n    loss = tf.reduce_sum(x ** 2)\n"
+               "    return loss / n\n")
 
 
 def test_an_int_cast_on_an_earlier_line_is_named():
@@ -159,7 +160,8 @@ def test_an_earlier_int_cast_is_named_inside_a_tf_function():
 
 
 def test_a_python_float_meeting_an_earlier_int_cast_names_it():
-    error, facts = _facts("def f(x):\n    n = tf.cast(tf.size(x), tf.int32)\n    return n * 0.5\n", tf.constant([1.0]))
+    error, facts = _facts("def f(x):\n    n = tf.cast(tf.size(x), tf.int32)\n    return n * 0.5\n",
+                          tf.constant([1.0]))
     why = translate(error, line_of(error, _FILE), facts)
     assert why.cause == "dtype-clash" and "`n = tf.cast(tf.size(x), tf.int32)`" in why.text, why
 
@@ -176,3 +178,22 @@ def test_no_earlier_cast_is_named_when_the_flow_is_not_clear(source):
     error, facts = _facts(source, tf.constant([1.0, 2.0]))
     why = translate(error, line_of(error, _FILE), facts)
     assert why.cause == "dtype-clash" and "tf.cast(tf.size(x), tf.int32)`" not in why.text, why
+
+
+def test_an_exercise_check_names_the_earlier_cast():
+    """Through an exercise's own check (the student's function called by `self.call`), the earlier cast is named."""
+    from answers import define
+    from tapelab.checker.exercise import Exercise
+    from tapelab.checker.messages import Incorrect
+
+    class Mean(Exercise):
+        number, answer, visible_cases = "9.9", "f", (1,)
+
+        def check_case(self, fn, case, facts):
+            self.call(fn, tf.constant([0.5, 1.5]), shown="x = [0.5, 1.5]")
+
+    fn = define(_COUNT_CAST, "earlier cast", {"tf": tf})["f"]
+    with pytest.raises(Incorrect) as failure:
+        Mean().check(fn)
+    assert failure.value.cause == "dtype-clash", failure.value
+    assert "`n = tf.cast(tf.shape(x)[0], tf.int32)` on line 2" in str(failure.value), failure.value

@@ -156,15 +156,18 @@ class CodeFacts:
     keywords: Counter = field(default_factory=Counter)  # keyword arguments as written, e.g. "training=True"
     loops: list[Loop] = field(default_factory=list)
     list_added: list[tuple[str, int]] = field(default_factory=list)  # (`x.losses`-like list added with `+`, line)
+    first_line: int = 1  # the file's lines the source spans: the facts' line L is the file's L + first_line - 1
+    last_line: int = 0
 
     @classmethod
     def of(cls, fn) -> "CodeFacts":
         """Facts for `fn`; empty (found=False) when its source cannot be read."""
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+            lines, first = inspect.getsourcelines(fn)
+            tree = ast.parse(textwrap.dedent("".join(lines)))
         except (OSError, TypeError, SyntaxError, IndentationError):
             return cls()
-        facts = cls(found=True)
+        facts = cls(found=True, first_line=max(first, 1), last_line=max(first, 1) + len(lines) - 1)
         function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         if function is not None:
             facts.params = tuple(a.arg for a in function.args.posonlyargs + function.args.args)

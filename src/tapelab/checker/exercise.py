@@ -257,7 +257,8 @@ class Exercise:
         at = f" at {line.where()}" if line else ""
         observed = f"{doing} raised `{name}: {text}`{at}." if text else f"{doing} raised `{name}`{at}."
         return observed, (none_error(error, self._facts, self.parameter_kinds, line.text if line else "")
-                          or error_cause(error, self._facts, self.parameter_kinds) or translate(error, line))
+                          or error_cause(error, self._facts, self.parameter_kinds)
+                          or translate(error, line, self._facts))
 
     def _lookup(self) -> Any:
         namespace = _user_namespace()

@@ -16,6 +16,7 @@ import re
 import traceback
 from dataclasses import dataclass
 
+from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.explanations import Explanation
 
 __all__ = ["Line", "line_of", "translate", "short_error", "strip_tf_noise"]
@@ -127,10 +128,61 @@ def _int_cast(text: str, dtype: str) -> str | None:
     return None
 
 
-def _float_kept(want: str, got: str, line: Line | None) -> str | None:
+def _read_uncast(text: str) -> list[str]:
+    """The names the line `text` reads, in order, leaving out those read only inside a `cast(...)` (already
+    converted there) or as a called function."""
+    source = text.rstrip(":")
+    for attempt in (source, source.removeprefix("return "), source + " pass"):
+        try:
+            tree = ast.parse(attempt)
+            break
+        except SyntaxError:
+            continue
+    else:
+        return []
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Call):
+            if ast.unparse(node.func).split(".")[-1] == "cast":
+                return
+            for child in node.args + [k.value for k in node.keywords]:
+                visit(child)
+            if isinstance(node.func, ast.Attribute):
+                visit(node.func.value)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in found:
+            found.append(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _earlier_cast(line: Line | None, facts: CodeFacts | None, dtype: str) -> str | None:
+    """Where the failing line's `dtype` value was made, when an earlier line of the student's function made it: of
+    the names the line reads (not inside a cast of its own), exactly one was last assigned `tf.cast(..., tf.<dtype>)`
+    before it. Said as "`n = tf.cast(...)` on line 3"; None when no name, or more than one, was made so."""
+    if line is None or facts is None or not facts.found or not facts.first_line <= line.number <= facts.last_line:
+        return None
+    at = line.number - facts.first_line + 1  # the failing line in the facts' numbering
+    made = []
+    for name in _read_uncast(line.text):
+        last = facts.assignments_of(name, before=at)[-1:]
+        if last and last[0].names == (name,) and _int_cast(last[0].value, dtype) == last[0].value:
+            made.append((name, last[0]))
+    if len(made) != 1:
+        return None
+    name, assignment = made[0]
+    return f"`{name} = {assignment.value}` on line {assignment.line + facts.first_line - 1}"
+
+
+def _float_kept(want: str, got: str, line: Line | None, facts: CodeFacts | None = None) -> str | None:
     """How to give an integer operand and a float one one dtype: the float one, whichever the operation expected,
     since a cast to an integer dtype would drop the float value's fraction and has no gradient; where the line
-    itself casts to that integer dtype, that cast is named. None for two floats or two integers."""
+    itself casts to that integer dtype, or an earlier line of the function made a name it reads so, that cast is
+    named. None for two floats or two integers."""
     if _integer(want) != _integer(got):
         floating, integer = (got, want) if _integer(want) else (want, got)
         cast = _int_cast(line.text, integer) if line is not None else None
@@ -138,6 +190,10 @@ def _float_kept(want: str, got: str, line: Line | None) -> str | None:
             return (f"The {integer} value comes from `{cast}` on that line: leave that cast out (or cast to "
                     f"{floating}), so that both are {floating}; a cast to an integer dtype drops the fraction and has "
                     "no gradient.")
+        earlier = _earlier_cast(line, facts, integer)
+        if earlier:
+            return (f"The {integer} value comes from {earlier}: cast to {floating} there instead, so that both are "
+                    f"{floating} (a cast to an integer dtype drops the fraction and has no gradient).")
         return (f"Make both {floating}: `tf.cast(value, tf.{floating})` on the {integer} value, or create it as "
                 f"{floating} (a cast to an integer dtype would drop the fraction and has no gradient).")
     return None
@@ -195,8 +251,9 @@ def _matmul(a: tuple, b: tuple) -> Explanation:
                        f"the right one's first ({b[-2] if len(b) >= 2 else b[0]}). {fits}", "shape-clash")
 
 
-def translate(error: BaseException, line: Line | None) -> Explanation | None:
-    """What `error`, raised at `line` of the student's cell, establishes; None when nothing is."""
+def translate(error: BaseException, line: Line | None, facts: CodeFacts | None = None) -> Explanation | None:
+    """What `error`, raised at `line` of the student's cell, establishes; None when nothing is. `facts`, the code
+    facts of the student's function, show where a value the line reads was made (an int cast on an earlier line)."""
     text = str(error)
     found = re.search(r"Incompatible shapes: (\[[-\d,]*\]) vs\. (\[[-\d,]*\]) \[Op:(\w+)\]", text)
     if found:
@@ -215,17 +272,26 @@ def translate(error: BaseException, line: Line | None) -> Explanation | None:
     if found:
         op, want, got = found.group(1), _DTYPES.get(found.group(3), found.group(3)), _DTYPES.get(found.group(4),
                                                                                                  found.group(4))
-        fix = _float_kept(want, got, line) or f"Make both {want}: `tf.cast(value, tf.{want})`, or create the {got} " \
-                                              f"value as {want}."
+        fix = (_float_kept(want, got, line, facts)
+               or f"Make both {want}: `tf.cast(value, tf.{want})`, or create the {got} value as {want}.")
         return Explanation(f"TensorFlow's `{op}` combines {_a(want)} {want} tensor with {_a(got)} {got} tensor "
                            f"(its input {found.group(2)}), and TensorFlow never converts between dtypes. {fix}",
                            "dtype-clash")
+    found = re.search(r"`x` and `y` must have the same dtype, got tf\.(\w+) != tf\.(\w+)", text)
+    if found:  # `/` (truediv) checks the dtypes itself, before any op runs
+        a, b = found.groups()
+        fix = (_float_kept(a, b, line, facts)
+               or f"Make both {a}: `tf.cast(value, tf.{a})`, or create the {b} value as {a}.")
+        return Explanation(f"`/` divides {_a(a)} {a} tensor by {_a(b)} {b} tensor, and TensorFlow never converts "
+                           f"between dtypes. {fix}", "dtype-clash")
     found = re.search(r"Cannot convert (\S+) to EagerTensor of dtype (\w+)", text)
     if found:
         number, dtype = found.groups()
         cast = _int_cast(line.text, dtype) if line is not None and _integer(dtype) else None
+        earlier = _earlier_cast(line, facts, dtype) if not cast and _integer(dtype) else None
         fix = (f"The {dtype} tensor comes from `{cast}` on that line: leave that cast out (or cast to float32)."
-               if cast else "Make the tensor a float (`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than "
+               if cast else f"The {dtype} tensor comes from {earlier}: cast to float32 there instead."
+               if earlier else "Make the tensor a float (`tf.cast(t, tf.float32)`, or `tf.constant(3.0)` rather than "
                "`tf.constant(3)`).")
         return Explanation(f"The Python number {number} meets {_a(dtype)} {dtype} tensor, and TensorFlow cannot make "
                            f"it {_a(dtype)} {dtype}. {fix}", "dtype-clash")
@@ -236,15 +302,15 @@ def translate(error: BaseException, line: Line | None) -> Explanation | None:
                            "was turned into one tensor (a list given where one tensor is expected stacks its items, "
                            "which needs equal shapes). Handle the tensors one by one, or combine what you computed "
                            "from each (e.g. `tf.add_n`).", "shape-clash")
-    return _python_side(text, line)
+    return _python_side(text, line, facts)
 
 
-def _python_side(text: str, line: Line | None) -> Explanation | None:
+def _python_side(text: str, line: Line | None, facts: CodeFacts | None = None) -> Explanation | None:
     """Errors TensorFlow raises about Python-side values: what was passed where."""
     found = re.search(r"Input '\w+' of '(\w+)' Op has type (\w+) that does not match type (\w+) of argument", text)
     if found:
         op, got, want = found.groups()
-        fix = _float_kept(want, got, line) or f"Cast the {got} value: `tf.cast(value, tf.{want})`."
+        fix = _float_kept(want, got, line, facts) or f"Cast the {got} value: `tf.cast(value, tf.{want})`."
         return Explanation(f"TensorFlow's `{op}` got {_a(got)} {got} operand with {_a(want)} {want} one, and it "
                            f"never converts between dtypes. {fix}", "dtype-clash")
     found = re.search(r"Passed in object (?:.*?\s)?of type '([\w.]+)', not tf\.Tensor", text, re.S)
