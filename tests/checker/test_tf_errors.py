@@ -197,3 +197,28 @@ def test_an_exercise_check_names_the_earlier_cast():
         Mean().check(fn)
     assert failure.value.cause == "dtype-clash", failure.value
     assert "`n = tf.cast(tf.shape(x)[0], tf.int32)` on line 2" in str(failure.value), failure.value
+
+
+_TRACKED = ("def f(x, loss):\n    tracker = tf.keras.metrics.Mean()\n    tracker.update_state(loss * {factor})\n"
+            "    return tracker.result()\n")
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_count_multiplied_into_a_metric_is_its_sample_weight(traced):
+    """`tracker.update_state(loss * tf.shape(x)[0])`: a cast would only scale what the metric reports; the count
+    belongs in `sample_weight`, said with the student's own names, in eager code and traced."""
+    source = _TRACKED.format(factor="tf.shape(x)[0]")
+    if traced:
+        source = "@tf.function\n" + source
+    error = _raised(source, tf.ones((4, 1)), tf.constant(2.0))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash", why
+    assert "`tracker.update_state(loss, sample_weight=tf.shape(x)[0])`" in why.text, why.text
+    assert "tf.cast(value" not in why.text, why.text
+
+
+def test_an_int_factor_that_is_no_count_keeps_the_dtype_advice():
+    """Near miss: the int factor is a given tensor, not a count of rows: no weighting is claimed."""
+    error = _raised(_TRACKED.format(factor="x"), tf.constant(3), tf.constant(2.0))
+    why = translate(error, line_of(error, _FILE))
+    assert why.cause == "dtype-clash" and "sample_weight" not in why.text, why.text
