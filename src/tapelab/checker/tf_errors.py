@@ -128,18 +128,24 @@ def _int_cast(text: str, dtype: str) -> str | None:
     return None
 
 
-def _read_uncast(text: str) -> list[str]:
-    """The names the line `text` reads, in order, leaving out those read only inside a `cast(...)` (already
-    converted there) or as a called function."""
+def _parsed(text: str) -> tuple[ast.Module, str] | None:
+    """One line of code parsed (as written, without its `return`, or as a block's head), and the text parsed."""
     source = text.rstrip(":")
     for attempt in (source, source.removeprefix("return "), source + " pass"):
         try:
-            tree = ast.parse(attempt)
-            break
+            return ast.parse(attempt), attempt
         except SyntaxError:
             continue
-    else:
+    return None
+
+
+def _read_uncast(text: str) -> list[str]:
+    """The names the line `text` reads, in order, leaving out those read only inside a `cast(...)` (already
+    converted there) or as a called function."""
+    parsed = _parsed(text)
+    if parsed is None:
         return []
+    tree = parsed[0]
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
@@ -178,6 +184,35 @@ def _earlier_cast(line: Line | None, facts: CodeFacts | None, dtype: str) -> str
     return f"`{name} = {assignment.value}` on line {assignment.line + facts.first_line - 1}"
 
 
+def _count(node: ast.AST) -> bool:
+    """Whether an expression is a count of rows or items: `tf.shape(x)[0]`, `x.shape[0]`, `len(x)`, `tf.size(x)`."""
+    if isinstance(node, ast.Subscript):
+        base = node.value
+        return (isinstance(base, ast.Call) and ast.unparse(base.func).split(".")[-1] == "shape") or (
+            isinstance(base, ast.Attribute) and base.attr == "shape")
+    return isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in ("len", "size")
+
+
+def _metric_weight(line: Line | None) -> str | None:
+    """The fix when the line multiplies the one value given to a metric's `update_state` by a count (which is why
+    an int meets a float there): a cast would run, but the count would scale the recorded value, not weight it."""
+    parsed = _parsed(line.text) if line is not None else None
+    for node in ast.walk(parsed[0]) if parsed else ():
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "update_state" and len(node.args) == 1
+                and isinstance(node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Mult)):
+            continue
+        product = node.args[0]
+        counts = [(f, v) for f, v in ((product.right, product.left), (product.left, product.right)) if _count(f)]
+        if len(counts) == 1:
+            count, value = (ast.unparse(n) for n in counts[0])
+            metric = ast.unparse(node.func.value)
+            return (f"Casting would make it run, but multiplying the value by `{count}` changes the value `{metric}` "
+                    f"records, not its weight. To weight each update by that count, pass it as `sample_weight`: "
+                    f"`{metric}.update_state({value}, sample_weight={count})`.")
+    return None
+
+
 def _float_kept(want: str, got: str, line: Line | None, facts: CodeFacts | None = None) -> str | None:
     """How to give an integer operand and a float one one dtype: the float one, whichever the operation expected,
     since a cast to an integer dtype would drop the float value's fraction and has no gradient; where the line
@@ -185,6 +220,9 @@ def _float_kept(want: str, got: str, line: Line | None, facts: CodeFacts | None 
     named. None for two floats or two integers."""
     if _integer(want) != _integer(got):
         floating, integer = (got, want) if _integer(want) else (want, got)
+        weighted = _metric_weight(line)
+        if weighted:
+            return weighted
         cast = _int_cast(line.text, integer) if line is not None else None
         if cast:
             return (f"The {integer} value comes from `{cast}` on that line: leave that cast out (or cast to "
@@ -205,15 +243,10 @@ def _shape(text: str) -> tuple[int, ...]:
 
 def _operators(text: str) -> list[tuple[str, str]]:
     """(operator, source of the expression) for each binary `*`, `@`, `+`, `-`, `/` on the line."""
-    source = text.rstrip(":")
-    for attempt in (source, source.removeprefix("return "), source + " pass"):
-        try:
-            tree = ast.parse(attempt)
-            break
-        except SyntaxError:
-            continue
-    else:
+    parsed = _parsed(text)
+    if parsed is None:
         return []
+    tree, attempt = parsed
     names = {ast.Mult: "*", ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Div: "/"}
     return [(names[type(n.op)], ast.get_source_segment(attempt, n) or "") for n in ast.walk(tree)
             if isinstance(n, ast.BinOp) and type(n.op) in names]
