@@ -4,7 +4,7 @@
 operation it executes (type, inputs, outputs, and the line of your code that ran it), asks for every
 gradient in one call, and for each variable whose gradient is None, all zero or not finite reads the
 recording: the op where its path to the loss ends (a `tf.stop_gradient`, an int cast, a NumPy call,
-an assignment, a line outside the tape) and the line that ran it; for NaN or Inf, the op that made the
+an assignment or a new `tf.Variable` made from the value, a line outside the tape) and the line that ran it; for NaN or Inf, the op that made the
 first non-finite value (log of 0, an overflow, the `tf.where` trap) or ran where its derivative is
 infinite (sqrt at 0). A cause is named only when the recording, the variable or your code shows it.
 Nothing is patched: a value leaving TensorFlow (`.numpy()`, NumPy) runs no op and is read from the source.

@@ -6,7 +6,9 @@ gradient. The first cutting op on the way to the loss is the break. An op cuts w
 tape was not recording, is `StopGradient`, has no registered gradient or one registered as none
 (`ops.NotDifferentiable`), makes only non-float outputs (an int cast, argmax, a comparison), or is a
 rounding op whose gradient function returns None. An assignment carries a value into a variable's
-state, which no gradient crosses. A value that leaves TensorFlow (`.numpy()`, a NumPy function) runs
+state, which no gradient crosses (so does a new variable's initial value); an op given a variable reads
+it by a fast path no op callback sees, so which assigned variables the loss reads is asked of the tape
+(`assigned_and_read`). A value that leaves TensorFlow (`.numpy()`, a NumPy function) runs
 no op: its path just ends at the last op that used it (`not-connected`), and `host_data_in` says
 whether the loss was built from a tensor made from host data during the run, as such a value returns.
 """
