@@ -4,12 +4,15 @@ the results are compared; a wrong one is told apart from known wrong steps (the 
 batch's numbers returned, a step that trains)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import keras
 import numpy as np
 
 from tapelab.checker.compare import agrees, allclose, fmt_pair
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.wrong_answers import Alternative, because
+from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.exercises.fit_cases import FitCase
 from tapelab.exercises.fit_match import weighted_failure
 from tapelab.quiet import Quiet
@@ -21,15 +24,24 @@ def _plain_evaluate(weights: list[np.ndarray], case: FitCase, batches) -> dict[s
     """What a plain functional model with `weights`, compiled as the case says, reports from `evaluate`: what
     `evaluate` does, eagerly, without its callbacks and iterators (the metrics reset, Keras's own `test_step` on
     each batch, the metrics' results; tests/exercises/test_fit_baseline.py compares it with `evaluate`)."""
-    model = case.model()
+    model = _plain_model(case)
     model.set_weights(weights)
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(), jit_compile=False,
-                  run_eagerly=True)
     with Quiet():
         model.reset_metrics()
         for batch in batches:
             model.test_step(batch)
         return {key: float(value) for key, value in model.get_metrics_result().items()}
+
+
+@lru_cache(maxsize=32)
+def _plain_model(case: FitCase) -> keras.Model:
+    """The case's plain model, built under its dtype policy and compiled as the case says: once per case and
+    process, given the weights to evaluate each time."""
+    with dtype_policy(case.policy):
+        model = case.model()
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                      jit_compile=False, run_eagerly=True)
+    return model
 
 
 def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
@@ -41,8 +53,7 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
                         "in your class too.", cause="no-test-step")
     where = f" (on {case.describe()})"
     weights = model.get_weights()
-    # Eagerly: a traced `evaluate` adds to the retracing TensorFlow counts over every model's `fit` and `evaluate`,
-    # and the notebook's next `fit` would warn about it; `fit` has already traced this model's `train_step`.
+    # Eagerly: tracing a test function costs more than its few batches take eagerly.
     model.run_eagerly = True
     want = _plain_evaluate(weights, case, case.batches())
     try:

@@ -4,9 +4,11 @@ from known wrong steps (a summed loss, a hard-coded loss, a loss metric fed the 
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import re
 import textwrap
+import weakref
 from copy import deepcopy
 from dataclasses import replace
 from functools import lru_cache
@@ -133,6 +135,13 @@ def weighted_failure(problem: Incorrect, case: FitCase, method: str, step: str, 
                         cause="tracker-given-row-weights") from None
 
 
+def _among(fn, functions: weakref.WeakSet) -> bool:
+    try:
+        return fn in functions
+    except TypeError:  # no weak reference to it: never added
+        return False
+
+
 def _source(fn) -> str:
     try:
         return inspect.getsource(fn)
@@ -147,17 +156,21 @@ class FitMatch(Exercise):
     graph (the notebook tells students not to add `@tf.function`: `fit` compiles the step), so a step that
     works only eagerly fails there; the others run it eagerly, `run_eagerly=True`: the same numbers without
     tracing a graph for a model fitted once. The traced one is the first case with the most batches: one trace
-    serves several steps, as TensorFlow expects (it warns when most recent calls to Keras's train function,
-    counted over every model, traced it, and the notebook's next fit would show that warning)."""
+    serves several steps. A function whose step has already trained in a graph in this kernel (the test cell's
+    visible check, just before its hidden cases) is not traced again: the trace tells a step that works only
+    eagerly from one that works in both, whatever the inputs, and costs more than an eager case."""
 
     compile_loss = True  # 6.2 compiles with an optimizer only
     _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
+    _graph_fitted: weakref.WeakSet | None = None  # the functions whose models `fit` has trained in a graph
 
     def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
         __tracebackhide__ = True
         chosen = [case if isinstance(case, FitCase) else FitCase(*case)
                   for case in (self.visible_cases if cases is None else cases)]
         self._traced = max(chosen, key=lambda case: case.steps, default=None)
+        if self._graph_fitted is None:
+            self._graph_fitted = weakref.WeakSet()
         super().check(answer, cases=cases, expected=expected, seed=seed)
 
     def check_case(self, fn, case, facts):
@@ -186,13 +199,17 @@ class FitMatch(Exercise):
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         metrics = case.metric_options() if self.compile_loss else {}  # an optimizer only: the step tracks its own
-        model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False,
-                      run_eagerly=case != self._traced, **compiled)
+        traced = case == self._traced and not _among(fn, self._graph_fitted)
+        model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False, run_eagerly=not traced,
+                      **compiled)
         try:
             trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
         except Incorrect as problem:
             weighted_failure(problem, case, "fit", "train_step", fn)
             raise
+        if traced:
+            with contextlib.suppress(TypeError):  # a callable that takes no weak reference is traced every time
+                self._graph_fitted.add(fn)
         history, logs = trained.value, trained.logs
         self._compare(fn, case, facts, history, logs, model, initial, expected, expected_weights, replay)
         return model
