@@ -134,3 +134,16 @@ def test_hidden_cases_trace_a_step_no_check_has_traced_and_only_that():
     finally:
         keras.Model.make_train_function = original
     assert traced and not any(eager is False for eager in traced)
+
+
+def test_a_case_says_whose_compile_options_it_names():
+    """6.1's student compiles with the case's loss and metrics; 6.2's with an optimizer only, so its messages
+    name them as the plain model's, never as the student's."""
+    assert ex6_1.compile_loss and not ex6_2.compile_loss
+    for case in ex6_1.visible_cases:
+        own = case.describe(ex6_1.compile_loss)
+        assert f"loss={case.loss!r}" in own and ";" not in own
+    for case in ex6_2.visible_cases:
+        yours, plain = case.describe(ex6_2.compile_loss).split("; ")
+        assert "loss=" not in yours and "metrics" not in yours
+        assert plain.startswith("the plain model compared with yours is compiled with") and f"loss={case.loss!r}" in plain

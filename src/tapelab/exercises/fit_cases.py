@@ -90,14 +90,20 @@ class FitCase:
         """`compile`'s metrics, as `weighted_metrics`: plain `metrics` ignore sample weights."""
         return {"weighted_metrics": list(self.metrics) or None}
 
-    def describe(self) -> str:
-        extra = "".join(f", {key}={value}" for key, value in self.metric_options().items() if value)
+    def describe(self, compiled: bool = True) -> str:
+        """The case in words. `compiled`: the student's model is compiled with the case's loss and metrics (6.1);
+        else (6.2: an optimizer only) they are said to be the plain model's, which the student's is compared with."""
+        extra = ""
         if self.policy != "float32":
             extra += f", under the {self.policy!r} dtype policy"
         if self.weighted:
             extra += ", with a sample weight per row"
-        return (f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}, "
-                f"loss={self.loss!r}{extra}")
+        options = f"loss={self.loss!r}" + "".join(f", {key}={value}"
+                                                  for key, value in self.metric_options().items() if value)
+        rows = f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}"
+        if compiled:
+            return f"{rows}, {options}{extra}"
+        return f"{rows}{extra}; the plain model compared with yours is compiled with {options}"
 
     def rtol(self, key: str) -> float:
         """The relative tolerance a reported number `key` is compared with. Keras computes a compiled metric in

@@ -51,14 +51,15 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
         raise Incorrect(f"Your model trains as `fit` does, but `{name}` returned a model whose class does not "
                         "override `test_step`, so `evaluate` runs Keras's own. Define `def test_step(self, data):` "
                         "in your class too.", cause="no-test-step")
-    where = f" (on {case.describe()})"
+    where = f" (on {case.describe(exercise.compile_loss)})"
     weights = model.get_weights()
     # Eagerly: tracing a test function costs more than its few batches take eagerly.
     model.run_eagerly = True
     want = _plain_evaluate(weights, case, case.batches())
     try:
         got = exercise.run(lambda: model.evaluate(case.batches(), verbose=0, return_dict=True),
-                           f"Evaluating your trained model with `evaluate` ({case.describe()})").value
+                           f"Evaluating your trained model with `evaluate` "
+                           f"({case.describe(exercise.compile_loss)})").value
     except Incorrect as problem:
         weighted_failure(problem, case, "evaluate", "test_step", fn)
         raise

@@ -203,7 +203,8 @@ class FitMatch(Exercise):
         model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False, run_eagerly=not traced,
                       **compiled)
         try:
-            trained = self.run(lambda: case.fit(model), f"Training your model with `fit` ({case.describe()})")
+            trained = self.run(lambda: case.fit(model),
+                               f"Training your model with `fit` ({case.describe(self.compile_loss)})")
         except Incorrect as problem:
             weighted_failure(problem, case, "fit", "train_step", fn)
             raise
@@ -215,7 +216,7 @@ class FitMatch(Exercise):
         return model
 
     def _compare(self, fn, case, facts, history, logs, model, initial, expected, expected_weights, replay):
-        where = f" (on {case.describe()})"
+        where = f" (on {case.describe(self.compile_loss)})"
         if "loss" in expected and "loss" not in history:
             raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
                             "Did you name your loss metric `\"loss\"`? `fit` reports each metric under its name: "
