@@ -97,6 +97,7 @@ TOOLS = SETUP.replace("Session(imports=[]", "Session(imports=['from tapelab.grad
     import tapelab.grading.statuses as tool, tapelab.grading.integrity.scan as scan_module
     real_worst = tool.worst
     tool.worst = lambda *args: "patched"
+    shell.user_ns["worst"] = None  # the trusted import's name, rebound by the notebook
     seen = {"fresh": report(), "kept": sys.modules[tool.__name__] is tool and tool.worst is real_worst,
             "bound": shell.user_ns["worst"] is real_worst}
     seen["reimported"] = sys.modules.get(scan_module.__name__) is not scan_module
@@ -154,7 +155,8 @@ def test_a_step_no_check_follows_restores_tapelab_without_reimporting_it():
 
 def test_a_fresh_step_restores_a_tools_module_and_reimports_only_what_the_checks_can_use():
     """Does a step before a check undo and name a patch of a module only the notebook's tools import, keep that
-    module (no check imports it: its data may change, as NumPy's), and still drop the other tapelab modules?"""
+    module (no check imports it: its data may change, as NumPy's), bind the tool's name again, and still drop
+    the other tapelab modules?"""
     seen = _run(TOOLS)
     assert seen == {"fresh": ["tapelab.grading.statuses.worst was replaced"], "kept": True, "bound": True,
                     "reimported": True}, seen

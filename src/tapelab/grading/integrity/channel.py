@@ -4,9 +4,10 @@ A `Session` belongs to one kernel. Its `prologue()` runs once, before any notebo
 installs `in_kernel` (snapshot of every loaded module, class and IPython component, held by an
 audit hook that cannot be removed). Its `step()` runs before and after every graded check: the
 hook restores everything, re-imports tapelab fresh (but the modules only the notebook's tools
-import) and re-runs the imports of the checks, then reports what it had to undo. Requests and reports are authenticated with a per-kernel
-secret that never enters the notebook's history, so the student's code can neither silence the
-guard nor forge a clean report: `findings()` turns a missing or forged report into a finding.
+import) and re-runs the notebook's trusted imports, then reports what it had to undo. Requests
+and reports are authenticated with a per-kernel secret that never enters the notebook's history,
+so the student's code can neither silence the guard nor forge a clean report: `findings()` turns
+a missing or forged report into a finding.
 
 `scan` flags suspicious student code statically, for review.
 """

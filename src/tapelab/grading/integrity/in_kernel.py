@@ -14,11 +14,12 @@ channel.Session), which runs before the first notebook cell. `_install` then
     classes with their snapshot, which each check and each step does: a block of 64 namespaces whose
     keys and values are all the very objects of the last scan is passed over in a few C loops),
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n and its mode); it
-    restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the checks'
+    restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the trusted
     imports in the user namespace (the executor asks for it before each check, not after the last
     check before the next step), and reports what it found, authenticated with HMAC(secret, report).
-    The modules only the notebook's tools import (no check imports them) stay: restored as every
-    module is (their functions and classes), never re-imported, so their data (as NumPy's) may change,
+    The modules only the notebook's tools import (no check imports them) stay loaded: restored as
+    every module is (their functions and classes), never re-imported, so their data (as NumPy's) may
+    change,
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
     reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
@@ -267,7 +268,7 @@ def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closur
         for name in [m for m in tapelab_modules() if m not in tools]:
             del modules[name]
         importlib.invalidate_caches()
-        run_trusted_imports(checks)
+        run_trusted_imports(imports)  # a tool's statement finds its modules still loaded
         ours["modules"] = snapshot_modules(True)
         ours["classes"] = snapshot_classes(ours["modules"])
 
