@@ -29,7 +29,7 @@ submission and void the check it surrounds: tampering can only cost the student.
 
 def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import importlib
-    from itertools import chain
+    import itertools
     import json
     import linecache
     from operator import is_, methodcaller
@@ -48,7 +48,8 @@ def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closur
     kernel = getattr(shell, "kernel", None)
     module_type, type_set, type_del = types.ModuleType, type.__setattr__, type.__delattr__
     missing = object()
-    flatten, values_of = chain.from_iterable, methodcaller("values")  # C: dicts and mappingproxies, never patched
+    flatten = itertools.chain.from_iterable
+    values_of = methodcaller("values")  # C for a dict and a mappingproxy, builtin types: nothing to patch
     block_size = 64
     state = {"n": 0, "busy": False, "findings": []}
 
