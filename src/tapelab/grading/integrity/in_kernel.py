@@ -2,7 +2,8 @@
 
 This file is never imported by the kernel: the worker sends its source in the prologue (see
 channel.Session), which runs before the first notebook cell. `_install` then
-- imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras),
+- imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras): first its checks'
+  (`checks`: what it imports from tapelab.exercises), then the rest, its tools (widgets, tapelab.guarded, ...),
 - snapshots every loaded module's functions, classes and submodules, the classes' methods,
   `sys.modules`, and IPython's and ipykernel's components,
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
@@ -10,12 +11,15 @@ channel.Session), which runs before the first notebook cell. `_install` then
     to reach the closure), recording each attempt,
   * notes the class attribute writes CPython audits (only a few special attributes: an ordinary
     `Cls.attr = value` raises no audit event, so every other class patch is found by comparing the
-    classes with their snapshot, which each check and each step does: a namespace whose keys and
-    values are all the very objects of the last scan is passed over in one C loop),
+    classes with their snapshot, which each check and each step does: a block of 64 namespaces whose
+    keys and values are all the very objects of the last scan is passed over in a few C loops),
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n and its mode); it
     restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the trusted
     imports in the user namespace (the executor asks for it before each check, not after the last
-    check before the next step), and reports what it found, authenticated with HMAC(secret, report),
+    check before the next step), and reports what it found, authenticated with HMAC(secret, report).
+    The modules only the notebook's tools import (no check imports them) stay loaded: restored as
+    every module is (their functions and classes), never re-imported, so their data (as NumPy's) may
+    change,
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
     reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
@@ -23,11 +27,12 @@ submission and void the check it surrounds: tampering can only cost the student.
 """
 
 
-def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
+def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import importlib
+    import itertools
     import json
     import linecache
-    from operator import is_
+    from operator import is_, methodcaller
     from os.path import isfile
     import sys
     import threading
@@ -43,6 +48,9 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     kernel = getattr(shell, "kernel", None)
     module_type, type_set, type_del = types.ModuleType, type.__setattr__, type.__delattr__
     missing = object()
+    flatten = itertools.chain.from_iterable
+    values_of = methodcaller("values")  # C for a dict and a mappingproxy, builtin types: nothing to patch
+    block_size = 64
     state = {"n": 0, "busy": False, "findings": []}
 
     api_kinds = (module_type, property, staticmethod, classmethod)
@@ -53,12 +61,18 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     def api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
         return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, api_kinds)}
 
-    def run_trusted_imports():
-        for statement in imports:
+    def run_trusted_imports(statements):
+        for statement in statements:
             exec(statement, shell.user_ns)
 
+    def tapelab_modules():
+        return [name for name in modules if name == "tapelab" or name.startswith("tapelab.")]
+
     sys.path[:] = path
-    run_trusted_imports()
+    run_trusted_imports(checks)
+    checked = set(tapelab_modules())
+    run_trusted_imports(imports)
+    tools = frozenset(tapelab_modules()) - checked  # imported by the notebook's tools only: no check uses them
     # pyplot (Keras imports it) picks its backend lazily, on the first plot, and then rebinds some of its own
     # functions (draw_if_interactive): pick it now, so the snapshot already holds what an honest plot leads to.
     pyplot = modules.get("matplotlib.pyplot")
@@ -79,8 +93,8 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     def snapshot_modules(ours):
         saved = {}
         for name, module in list(modules.items()):
-            if (isinstance(module, module_type) and vars(module) is not shell.user_ns
-                    and (name == "tapelab" or name.startswith("tapelab.")) == ours):
+            if ((name == "tapelab" or name.startswith("tapelab.")) == ours and isinstance(module, module_type)
+                    and vars(module) is not shell.user_ns):
                 saved[name] = [module, api_names(vars(module)), *whole(module)]
         return saved
 
@@ -92,10 +106,36 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                     classes[id(value)] = [value, api_names(vars(value)), *whole(value)]
         return classes
 
+    def fingerprint(owners):
+        """The owners' namespaces flattened in C: their lengths, then all their keys, then all their values."""
+        spaces = list(map(vars, owners))
+        return tuple(map(len, spaces)), tuple(flatten(spaces)), tuple(flatten(map(values_of, spaces)))
+
+    def in_blocks(saved):
+        """A snapshot's entries in blocks, each [keys, owners, fingerprint...]: a scan passes over a block whose
+        namespaces all still hold the very same keys and values in a few C loops, and looks entry by entry only
+        into a block where something changed (a module's or class's data may change; the rest stays the same)."""
+        order = list(saved)
+        blocks = []
+        for start in range(0, len(order), block_size):
+            keys = tuple(order[start:start + block_size])
+            owners = tuple(saved[k][0] for k in keys)
+            blocks.append([keys, owners, *fingerprint(owners)])
+        return blocks
+
+    def holds(block):
+        """Identity only, as `unchanged`, for a whole block at once."""
+        _, owners, lengths, keys, values = block
+        spaces = list(map(vars, owners))
+        return (tuple(map(len, spaces)) == lengths and all(map(is_, flatten(spaces), keys))
+                and all(map(is_, flatten(map(values_of, spaces)), values))
+                and tuple(map(len, spaces)) == lengths)  # a thread may run between the C loops
+
     saved_modules = snapshot_modules(False)
     for module, attr in (("builtins", "input"), ("getpass", "getpass"), ("sys", "excepthook")):  # set per request
         saved_modules.get(module, (None, {}))[1].pop(attr, None)
     saved_classes = snapshot_classes(saved_modules)
+    module_blocks, class_blocks = in_blocks(saved_modules), in_blocks(saved_classes)
     ours = {"modules": snapshot_modules(True)}
     ours["classes"] = snapshot_classes(ours["modules"])
     saved_sys = {n: getattr(sys, n) for n in ("displayhook", "stdout", "stderr", "audit")}
@@ -130,8 +170,9 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         if text not in state["findings"]:
             state["findings"].append(text)
 
-    def restore_names(saved_modules=saved_modules):
-        for name, entry in saved_modules.items():
+    def restore_names(saved_modules=saved_modules, only=None):
+        for name in saved_modules if only is None else only:
+            entry = saved_modules[name]
             module, names, keys, values = entry
             if modules.get(name, module) is not module:
                 note(f"sys.modules[{name!r}] was replaced")
@@ -166,6 +207,20 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                     note(f"{cls.__module__}.{cls.__qualname__}.{attr} was added")
                     type_del(cls, attr)
             entry[2:] = whole(cls)  # what the checks compare is restored; the rest (data) may change freely
+
+    def scan_modules():
+        for block in module_blocks:
+            keys, owners = block[0], block[1]
+            if all(map(is_, map(modules.get, keys, owners), owners)) and holds(block):
+                continue
+            restore_names(saved_modules, keys)
+            block[2:] = fingerprint(owners)
+
+    def scan_classes():
+        for block in class_blocks:
+            if not holds(block):
+                restore_classes(block[0])
+                block[2:] = fingerprint(block[1])
 
     def restore_runtime():
         sys.settrace(None)
@@ -204,17 +259,17 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             note(f"{running} thread(s) running the notebook's own code")
 
     def restore_all(fresh):
-        restore_names()
-        restore_classes(list(saved_classes))
+        scan_modules()
+        scan_classes()
         restore_runtime()
         restore_names(ours["modules"])  # restored, and when `fresh`, then re-imported from disk
         restore_classes(list(ours["classes"]), ours["classes"])
         if not fresh:  # no check follows before the next step, which re-imports (the executor's choice)
             return
-        for name in [m for m in modules if m == "tapelab" or m.startswith("tapelab.")]:
+        for name in [m for m in tapelab_modules() if m not in tools]:
             del modules[name]
         importlib.invalidate_caches()
-        run_trusted_imports()
+        run_trusted_imports(imports)  # a tool's statement finds its modules still loaded
         ours["modules"] = snapshot_modules(True)
         ours["classes"] = snapshot_classes(ours["modules"])
 
@@ -240,8 +295,8 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         if event == "tapelab.guard.check":
             state["busy"] = True
             try:
-                restore_names()
-                restore_classes(list(saved_classes))
+                scan_modules()
+                scan_classes()
             finally:
                 state["busy"] = False
             return
