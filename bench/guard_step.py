@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 GUARD = "src/tapelab/grading/integrity"
 FILES = ("channel.py", "in_kernel.py")  # the executor's side and the kernel's
-BEFORE = "3a5b747"  # the guard before issue 55's cuts (scans module by module, re-imports every tapelab module)
+BEFORE = "3a5b747"  # the guard before issue 55's block scans (it scans module by module, class by class)
 PHASES = ("prologue", "fresh step", "check", "restore step")
 
 KERNEL = r'''

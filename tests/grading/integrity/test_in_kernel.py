@@ -91,19 +91,6 @@ MODES = SETUP + textwrap.dedent('''
     print(json.dumps(seen))
 ''')
 
-# A module only the notebook's tools import (no check does) is restored by every step but never re-imported; the
-# checks' modules are (here tapelab.grading.integrity.scan, already loaded before the prologue, stands for them).
-TOOLS = SETUP.replace("Session(imports=[]", "Session(imports=['from tapelab.grading.statuses import worst']") + textwrap.dedent('''
-    import tapelab.grading.statuses as tool, tapelab.grading.integrity.scan as scan_module
-    real_worst = tool.worst
-    tool.worst = lambda *args: "patched"
-    shell.user_ns["worst"] = None  # the trusted import's name, rebound by the notebook
-    seen = {"fresh": report(), "kept": sys.modules[tool.__name__] is tool and tool.worst is real_worst,
-            "bound": shell.user_ns["worst"] is real_worst}
-    seen["reimported"] = sys.modules.get(scan_module.__name__) is not scan_module
-    print(json.dumps(seen))
-''')
-
 
 def _run(script: str) -> dict:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -151,21 +138,3 @@ def test_a_step_no_check_follows_restores_tapelab_without_reimporting_it():
     assert seen["restore"] == ["tapelab.grading.integrity.scan.scan was replaced"], seen
     assert seen["kept"] and seen["fresh"] == [] and seen["reimported"], seen
     assert seen["forged"] == [_MISSING], seen
-
-
-def test_a_fresh_step_restores_a_tools_module_and_reimports_only_what_the_checks_can_use():
-    """Does a step before a check undo and name a patch of a module only the notebook's tools import, keep that
-    module (no check imports it: its data may change, as NumPy's), bind the tool's name again, and still drop
-    the other tapelab modules?"""
-    seen = _run(TOOLS)
-    assert seen == {"fresh": ["tapelab.grading.statuses.worst was replaced"], "kept": True, "bound": True,
-                    "reimported": True}, seen
-
-
-def test_the_checks_imports_are_those_from_tapelab_exercises():
-    from tapelab.grading.integrity.channel import Session
-
-    imports = ["from tapelab.exercises.basic_tape import ex1_1", "from tapelab.widgets import TangentExplorer",
-               "import tapelab.exercises.questions.basic_tape", "from tapelab.exercises_extra import x",
-               "from tapelab.guarded import GuardedApply"]
-    assert Session(imports, []).checks == [imports[0], imports[2]]

@@ -3,11 +3,10 @@
 A `Session` belongs to one kernel. Its `prologue()` runs once, before any notebook cell: it
 installs `in_kernel` (snapshot of every loaded module, class and IPython component, held by an
 audit hook that cannot be removed). Its `step()` runs before and after every graded check: the
-hook restores everything, re-imports tapelab fresh (but the modules only the notebook's tools
-import) and re-runs the notebook's trusted imports, then reports what it had to undo. Requests
-and reports are authenticated with a per-kernel secret that never enters the notebook's history,
-so the student's code can neither silence the guard nor forge a clean report: `findings()` turns
-a missing or forged report into a finding.
+hook restores everything, re-imports tapelab fresh and re-runs the notebook's trusted imports,
+then reports what it had to undo. Requests and reports are authenticated with a per-kernel
+secret that never enters the notebook's history, so the student's code can neither silence the
+guard nor forge a clean report: `findings()` turns a missing or forged report into a finding.
 
 `scan` flags suspicious student code statically, for review.
 """
@@ -28,15 +27,7 @@ REPORT_EXPRESSION = "_tapelab_guard_out"
 _SOURCE = (Path(__file__).with_name("in_kernel.py")).read_text(encoding="utf-8")
 _ALLOWED_MODULES = ("IPython", "ipykernel", "matplotlib", "matplotlib_inline", "ipywidgets", "comm",
                     "traitlets", "jupyter_client", "tapelab")
-_CHECKS = "tapelab.exercises"
 _MISSING = "the guard's report is missing or forged (the notebook interfered with grading)"
-
-
-def _imports_checks(statement: str) -> bool:
-    """Whether a trusted import statement imports checks (from tapelab.exercises), not the notebook's tools."""
-    node = ast.parse(statement).body[0]
-    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-    return any(n == _CHECKS or n.startswith(_CHECKS + ".") for n in names)
 
 
 class Session:
@@ -44,7 +35,6 @@ class Session:
 
     def __init__(self, imports: list[str], sys_path: list[str]):
         self.imports, self.sys_path = list(imports), list(sys_path)
-        self.checks = [s for s in self.imports if _imports_checks(s)]
         self._key = secrets.token_bytes(32)
         self._n = 0
 
@@ -53,7 +43,7 @@ class Session:
 
     def prologue(self) -> str:
         """Code that installs the guard; run it before the first cell (silent, no history)."""
-        args = (self._key.hex(), self.imports, self.checks, self.sys_path, _ALLOWED_MODULES)
+        args = (self._key.hex(), self.imports, self.sys_path, _ALLOWED_MODULES)
         return (f"exec(compile({_SOURCE!r}, '<tapelab-guard>', 'exec'), _tapelab_g := "
                 "{'__name__': '_tapelab_guard', '__builtins__': dict(vars(__import__('builtins')))})\n"
                 f"_tapelab_g['_install'](*{args!r})\n"

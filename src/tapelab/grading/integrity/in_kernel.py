@@ -2,8 +2,7 @@
 
 This file is never imported by the kernel: the worker sends its source in the prologue (see
 channel.Session), which runs before the first notebook cell. `_install` then
-- imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras): first its checks'
-  (`checks`: what it imports from tapelab.exercises), then the rest, its tools (widgets, tapelab.guarded, ...),
+- imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras),
 - snapshots every loaded module's functions, classes and submodules, the classes' methods,
   `sys.modules`, and IPython's and ipykernel's components,
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
@@ -16,10 +15,7 @@ channel.Session), which runs before the first notebook cell. `_install` then
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n and its mode); it
     restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the trusted
     imports in the user namespace (the executor asks for it before each check, not after the last
-    check before the next step), and reports what it found, authenticated with HMAC(secret, report).
-    The modules only the notebook's tools import (no check imports them) stay loaded: restored as
-    every module is (their functions and classes), never re-imported, so their data (as NumPy's) may
-    change,
+    check before the next step), and reports what it found, authenticated with HMAC(secret, report),
   * answers "tapelab.guard.check" (the checkers send it after every call of student code, with a
     reference bound at import) by restoring every module and class before the checker compares.
 A forged request, a missing or forged report, or any finding makes the executor flag the
@@ -27,7 +23,7 @@ submission and void the check it surrounds: tampering can only cost the student.
 """
 
 
-def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
+def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import importlib
     import itertools
     import json
@@ -61,18 +57,15 @@ def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closur
     def api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
         return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, api_kinds)}
 
-    def run_trusted_imports(statements):
-        for statement in statements:
+    def run_trusted_imports():
+        for statement in imports:
             exec(statement, shell.user_ns)
 
     def tapelab_modules():
         return [name for name in modules if name == "tapelab" or name.startswith("tapelab.")]
 
     sys.path[:] = path
-    run_trusted_imports(checks)
-    checked = set(tapelab_modules())
-    run_trusted_imports(imports)
-    tools = frozenset(tapelab_modules()) - checked  # imported by the notebook's tools only: no check uses them
+    run_trusted_imports()
     # pyplot (Keras imports it) picks its backend lazily, on the first plot, and then rebinds some of its own
     # functions (draw_if_interactive): pick it now, so the snapshot already holds what an honest plot leads to.
     pyplot = modules.get("matplotlib.pyplot")
@@ -266,10 +259,10 @@ def _install(secret, imports, checks, path, allowed):  # noqa: C901 - one closur
         restore_classes(list(ours["classes"]), ours["classes"])
         if not fresh:  # no check follows before the next step, which re-imports (the executor's choice)
             return
-        for name in [m for m in tapelab_modules() if m not in tools]:
+        for name in tapelab_modules():
             del modules[name]
         importlib.invalidate_caches()
-        run_trusted_imports(imports)  # a tool's statement finds its modules still loaded
+        run_trusted_imports()
         ours["modules"] = snapshot_modules(True)
         ours["classes"] = snapshot_classes(ours["modules"])
 
