@@ -68,30 +68,3 @@ def test_the_logger_is_the_one_tensorflow_logs_to():
     import tensorflow as tf
 
     assert tf.get_logger() is TF_LOGGER
-
-
-def test_a_block_s_traces_leave_the_retracing_counts_as_they_were():
-    """Four traces before a block and one after make five of the last five: does the warning come after the block,
-    whatever the block traced (six traces inside warn inside, and would use up TensorFlow's two warnings)?"""
-    from tapelab.tf_log import own_tracing_counts
-
-    with tf_log_messages() as before:
-        for _ in range(4):
-            _counted_square()
-    with tf_log_messages() as inside, own_tracing_counts():
-        for _ in range(6):
-            _counted_square()
-    with tf_log_messages() as after:
-        _counted_square()
-    assert before == [] and len(inside) == 2 and all("triggered tf.function retracing" in m for m in inside)
-    assert len(after) == 1 and after[0].startswith("5 out of the last 5 calls to")
-
-
-def _counted_square():
-    import tensorflow as tf
-
-    tf.function(_square)(tf.constant(1.0))
-
-
-def _square(x):
-    return x * x

@@ -23,7 +23,6 @@ from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted,
 from tapelab.checker.explanations import Explanation, error_cause
 from tapelab.checker.tf_errors import line_of, short_error, translate
 from tapelab.quiet import Quiet
-from tapelab.tf_log import own_tracing_counts
 from tapelab.checker.lint_facts import StaticFacts
 from tapelab.checker.variants import Space, Variant, fresh_seed
 
@@ -79,14 +78,11 @@ class Exercise:
         `expected` (case key -> name -> stored value) is what a course's hidden test passes for its cases
         (tapelab.checker.expected): written there by the course's set-up, never by hand. `seed` is the variant a
         grader checks (tapelab.release_variants.pin), whatever variant the kernel was practising on.
-        The functions a check traces leave TensorFlow's retracing counts as they were (tapelab.tf_log), so a later
-        cell's `fit` warns, or not, whatever the checks before it ran.
         """
         __tracebackhide__ = True
         self._pinned = None if seed is None else self.space.variant(seed)
         try:
-            with own_tracing_counts():
-                self._check(answer, cases, expected)
+            self._check(answer, cases, expected)
         finally:
             self._pinned = None
 
