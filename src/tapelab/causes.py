@@ -320,6 +320,8 @@ _CATALOGUE = (
           "Name each variable by `v.path` (`head/kernel`), which is unique in a model."),
     Cause("refused-healthy-step", "a step refused although every gradient exists",
           "Raise only when at least one gradient is `None`; otherwise apply them all."),
+    Cause("refused-at-first-none", "a refusal raised inside the loop at the first `None`, naming only that variable",
+          "Collect every path whose gradient is `None` first, then raise one `ValueError` naming them all."),
     Cause("lists-healthy-variables", "a refusal that also names variables whose gradients exist",
           "List only the variables whose gradient is `None`."),
     Cause("upstream-ignored", "a custom gradient that returns its local derivative without multiplying by `upstream`",

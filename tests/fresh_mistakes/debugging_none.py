@@ -208,7 +208,7 @@ def checked_apply(optimizer, grads, variables):
         if g is None:
             raise ValueError(f"no gradient for {v.path}")
     optimizer.apply(grads, variables)
-''', "lists-healthy-variables", "You raise at the first `None`, so the message names `aux/kernel` but not "
+''', "refused-at-first-none", "You raise at the first `None`, so the message names `aux/kernel` but not "
      "`aux/bias`; collect every path whose gradient is `None` first, then raise one error naming them all."),
     ],
     "ex5_6_answer": [

@@ -229,6 +229,15 @@ def checked_apply(optimizer, grads, variables):
         raise ValueError(f"a None gradient among {[v.path for v in variables]}")
     optimizer.apply(grads, variables)
 ''', "whose gradients exist"),
+        Mistake("the refusal raised inside the loop, at the first None", '''
+def checked_apply(optimizer, grads, variables):
+    i = 0
+    while i < len(grads):
+        if grads[i] is None:
+            raise ValueError("gradient missing: " + variables[i].path)
+        i += 1
+    optimizer.apply(grads, variables)
+''', "raises inside its loop"),
         Mistake("the healthy step refused too", '''
 def checked_apply(optimizer, grads, variables):
     missing = [v.path for g, v in zip(grads, variables) if g is None]

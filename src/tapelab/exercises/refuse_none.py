@@ -41,6 +41,20 @@ def _refusal(fn, optimizer, grads, variables) -> ValueError | None:
     return None
 
 
+def _raises_in_loop(function: ast.AST | None) -> bool:
+    """Whether a `raise` of `function` (its own body, not a nested definition) sits inside a `for` or `while`."""
+    def walk(node: ast.AST, in_loop: bool) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.Raise) and in_loop:
+                return True
+            if walk(child, in_loop or isinstance(child, (ast.For, ast.AsyncFor, ast.While))):
+                return True
+        return False
+    return function is not None and walk(function, False)
+
+
 def _listed(paths) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
@@ -108,6 +122,13 @@ class RefuseNoneStep(Exercise):
                 raise Incorrect(f"Your `ValueError` says {message!r}: it names {', '.join(f'`{n}`' for n in short)}, "
                                 "but several layers have a variable of that name. Did you mean `v.path` "
                                 f"({_listed(missing)}), which tells them apart?", cause="name-not-path")
+            named = [p for p in none_paths if p in message]
+            if named and _raises_in_loop(function_node(fn)):
+                raise Incorrect(f"Your `ValueError` says {message!r}: it names {_listed(named)} but not "
+                                f"{_listed(missing)}. Your function raises inside its loop, so the first `None` "
+                                "ends the check before the others are found. Collect the path of every variable "
+                                "whose gradient is `None` first, then raise one error naming them all.",
+                                cause="refused-at-first-none")
             raise Incorrect(f"Your `ValueError` says {message!r}, which does not name {_listed(missing)}. "
                             "Put the path of every variable whose gradient is `None` in the message.")
         extra = [v.path for v in variables if v.path not in none_paths and v.path in message]
