@@ -4,7 +4,8 @@ import pytest
 
 from answers import define
 from tapelab.checker.code_facts import CodeFacts
-from tapelab.checker.explanations import error_cause, explain_none
+from tapelab.checker.error_causes import error_cause
+from tapelab.checker.explanations import explain_none
 
 
 def _facts(code: str) -> CodeFacts:

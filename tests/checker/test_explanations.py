@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tapelab.checker.explanations import error_cause
+from tapelab.checker.error_causes import error_cause
 
 
 class LossToEveryMetric(keras.Model):

@@ -2,10 +2,11 @@
 
 `exercise` (an `Exercise` runs a check and shows its feedback), `messages` (the feedback bundle the
 notebook displays and the grader reads), `compare` and `oracle` (values against the reference, numeric
-gradients), `wrong_answers` (which known wrong answer a value matches), `explanations` (what an error or
-a None gradient means), `code_facts` and `lint_facts` (what the student's source shows), `answers`
-(`solution()` and the last hints, locked or not). It may import `causes`, `tf_log`, `quiet` and `lint`;
-never `grading`, `cli`, `release` or `widgets` (tests/test_layers.py). The names below load on first use.
+gradients), `wrong_answers` (which known wrong answer a value matches), `explanations` (what a None
+gradient means), `error_causes` (what an error means), `code_facts` and `lint_facts` (what the student's
+source shows), `answers` (`solution()` and the last hints, locked or not). It may import `causes`, `tf_log`,
+`quiet` and `lint`; never `grading`, `cli`, `release` or `widgets` (tests/test_layers.py). The names below
+load on first use.
 """
 from tapelab.lazy import face
 

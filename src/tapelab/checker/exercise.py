@@ -20,7 +20,8 @@ from tapelab.checker.evident import evident
 from tapelab.checker.none_errors import none_error
 from tapelab.checker.premises import vetted
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler, show
-from tapelab.checker.explanations import Explanation, error_cause
+from tapelab.checker.error_causes import error_cause
+from tapelab.checker.explanations import Explanation
 from tapelab.checker.tf_errors import line_of, short_error, translate
 from tapelab.quiet import Quiet
 from tapelab.checker.lint_facts import StaticFacts

@@ -1,4 +1,5 @@
-"""Name a student's mistake from what their code did: why a gradient is None, what an error means.
+"""Name a student's mistake from what their code did: why a gradient is None (`explain_none`, `none_feedback`);
+`tapelab.checker.error_causes` names what an error means.
 
 Every explanation carries a cause code from `tapelab.causes`, or None when the code facts do not
 establish a cause; then the message says only what was observed. A wrong diagnosis is worse than none.
@@ -7,16 +8,14 @@ from __future__ import annotations
 
 import ast
 import re
-import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tapelab.checker.sources import beside, copied_variable, made_before, variable_from_path
 from tapelab.checker.code_facts import CodeFacts, GradientCall, Tape
-from tapelab.checker.known_errors import KNOWN_ERRORS
 from tapelab.checker.messages import Incorrect
 
-__all__ = ["Explanation", "explain_none", "none_feedback", "error_cause"]
+__all__ = ["Explanation", "explain_none", "none_feedback", "origin", "predict_on_path"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def _first_use(facts: CodeFacts, tape: Tape, name: str) -> int | None:
     return next((a.line for a in facts.assignments if tape.contains(a.line) and name in a.reads), None)
 
 
-def _origin(facts: CodeFacts, expr: str, before: int):
+def origin(facts: CodeFacts, expr: str, before: int):
     """The assignment that last computed the plain name `expr` before line `before`, aliases followed."""
     for _ in range(5):
         made = facts.assignments_of(expr, before=before) or facts.assignments_of(expr)
@@ -87,7 +86,7 @@ def _where_target(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanati
     loop = next((lp for lp in facts.loops if lp.target == target and lp.contains(call.line)), None)
     if loop is not None and facts.assignments_of(target, before=call.line) == []:
         return _where_iterated(facts, call, tape, loop)
-    made = _origin(facts, target, call.line)
+    made = origin(facts, target, call.line)
     if made is None or tape.contains(made.line):
         return None
     recorder = next((t for t in facts.tape_blocks if t.contains(made.line) and t.name != name), None)
@@ -114,7 +113,7 @@ def _where_target(facts: CodeFacts, call: GradientCall, tape: Tape) -> Explanati
 def _where_iterated(facts: CodeFacts, call: GradientCall, tape: Tape, loop) -> Explanation | None:
     """The target is a loop's variable: were the tensors it runs over computed where `tape` recorded them?"""
     plain = re.fullmatch(r"[A-Za-z_]\w*", loop.iterable)
-    made = _origin(facts, loop.iterable, call.line) if plain else None
+    made = origin(facts, loop.iterable, call.line) if plain else None
     # an expression is evaluated where the loop starts: after the block when the loop starts at or after its end
     line = made.line if made is not None else (None if plain or loop.start < tape.end else loop.end)
     if line is None or tape.contains(line) or line < tape.start:
@@ -230,6 +229,27 @@ def _listed(names: set[str]) -> str:
     return ", ".join(f"`{n}`" for n in sorted(names)) or "other values"
 
 
+def predict_on_path(facts: CodeFacts, call: GradientCall) -> Explanation | None:
+    """A Keras `predict` on the path to the call's target (even when a TensorFlow op then makes a tensor of it)."""
+    up = facts.upstream(call.target)
+    predicted = next((a for a in facts.assignments if set(a.names) & up and ".predict(" in a.value), None)
+    if predicted is None:
+        return None
+    return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so `{call.target}` is not "
+                       f"a tensor computed from the source. Call the model itself, `{_direct_call(predicted.value)}`, "
+                       "inside the `with` block.", "predict-in-tape")
+
+
+def _direct_call(text: str) -> str:
+    """`model(points)` for the `model.predict(points, verbose=0)` in `text`; `model(x)` if none is readable."""
+    try:
+        node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute) and n.func.attr == "predict" and n.args)
+    except (SyntaxError, StopIteration):
+        return "model(x)"
+    return f"{ast.unparse(node.func.value)}({ast.unparse(node.args[0])})"
+
+
 def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[str, Any] | None = None) -> Explanation:
     """Why the student's own `call` (narrowed to one source) gave None, naming their target, source and tape.
 
@@ -255,7 +275,7 @@ def explain_none(facts: CodeFacts, call: GradientCall | None, values: Mapping[st
     if call.target == call.source:
         return Explanation(f"`{call.text()}` differentiates `{call.source}` by itself. Did you mean the value computed "
                            f"from it as the target?", "target-is-source")
-    return (_swapped(facts, call) or _where_target(facts, call, tape) or _predicted(facts, call)
+    return (_swapped(facts, call) or _where_target(facts, call, tape) or predict_on_path(facts, call)
             or (len(call.sources) == 1 and _about_source(facts, call, tape, values)) or _NOTHING)
 
 
@@ -274,166 +294,3 @@ def none_feedback(observed: str, facts: CodeFacts, call: GradientCall | None,
     """An Incorrect that states what is None (`observed`) and, when established, why and its cause code."""
     why = explain_none(facts, call, values)
     return Incorrect(f"{observed} {why.text}".strip(), cause=why.cause)
-
-
-# --------------------------------------------------------------------------- errors
-
-def _second_use(facts: CodeFacts) -> Explanation:
-    """A non-persistent tape asked twice: the fix that works for this code."""
-    calls = facts.gradient_calls
-    by_tape = {c.tape for c in calls if sum(d.tape == c.tape for d in calls) > 1}
-    twice = [c for c in calls if c.tape in by_tape]
-    if facts.nested() and any(_origin(facts, c.target, c.line) and _origin(facts, c.target, c.line).made_by
-                              == "gradient" for c in twice):
-        inner = twice[-1]
-        outer = next((t.name for t in facts.tape_blocks if t.name != inner.tape), "outer")
-        return Explanation(f"`{inner.tape}` answered its one `gradient` call already: asking it again for the "
-                           f"derivative of `{inner.target}` cannot work, even with `persistent=True`, because "
-                           f"`{inner.tape}` never recorded how `{inner.target}` was computed. Did you mean "
-                           f"`{outer}.{inner.method}({inner.target}, {inner.source})`?", "wrong-tape")
-    if twice and len({c.target for c in twice}) == 1:
-        sources = ", ".join(s for c in twice for s in c.sources)
-        return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
-                           f"`{twice[0].tape}.gradient` twice? Ask for both in one call: "
-                           f"`{twice[0].tape}.gradient({twice[0].target}, [{sources}])`.", "tape-used-twice")
-    looped = [c for c in calls if any(loop.contains(c.line) for loop in facts.loops)]  # one call, made again
-    name = twice[0].tape if twice else looped[0].tape if looped else "tape"
-    return Explanation(f"A non-persistent tape answers one `gradient` call and is then released. Did you call "
-                       f"`{name}.gradient` twice? To ask one tape several times, open it with "
-                       f"`tf.GradientTape(persistent=True)` and `del {name}` after the last call.", "tape-used-twice")
-
-
-def _numpy_reached_tape(facts: CodeFacts, text: str) -> Explanation:
-    for call in facts.gradient_calls:
-        tape = facts.tape(call.tape)
-        up = facts.upstream(call.target)
-        numpy_on_path = next((a for a in facts.assignments if a.made_by == "numpy" and set(a.names) & up
-                              and (tape is None or tape.contains(a.line))), None)
-        if numpy_on_path is not None:
-            fix = ("Keep the value a tensor: leave out `.numpy()`." if numpy_on_path.call.endswith(".numpy()") else
-                   "Did you use the `tf.` operation inside the `with` block?")
-            return Explanation(f"`{numpy_on_path.call}` turned a value on the path to `{call.target}` into NumPy, and "
-                               f"`tape.gradient` needs tensors. {fix}", "numpy-in-path")
-        source = _origin(facts, call.source, call.line) if len(call.sources) == 1 else None
-        if source is not None and source.made_by == "numpy":
-            return Explanation(f"The source `{call.source}` is a NumPy array (`{source.call}`), which the tape cannot "
-                               f"differentiate by. Did you convert it with `tf.constant` and watch it?", "numpy-source")
-    return _plain_value_in_gradient(facts, text) or Explanation(
-        f"{_what_reached(text)} reached `tape.gradient` as its target or a source, where it needs tensors.")
-
-
-def _what_reached(text: str) -> str:
-    kind = re.search(r"'([\w.]+)' object has no attribute '(?:_id|dtype)'", text)
-    name = kind.group(1) if kind else "float" if "to a TensorFlow DType" in text else ""
-    return ("A Python number" if name in ("float", "int") else "A NumPy value" if name.startswith("numpy")
-            else f"A `{name}`" if name else "A value that is not a tensor")
-
-
-def _predicted(facts: CodeFacts, call: GradientCall) -> Explanation | None:
-    """A Keras `predict` on the path to the call's target (even when a TensorFlow op then makes a tensor of it)."""
-    up = facts.upstream(call.target)
-    predicted = next((a for a in facts.assignments if set(a.names) & up and ".predict(" in a.value), None)
-    if predicted is None:
-        return None
-    return Explanation(f"`{predicted.value}` returns a NumPy array, which no tape records, so `{call.target}` is not "
-                       f"a tensor computed from the source. Call the model itself, `{_direct_call(predicted.value)}`, "
-                       "inside the `with` block.", "predict-in-tape")
-
-
-def _direct_call(text: str) -> str:
-    """`model(points)` for the `model.predict(points, verbose=0)` in `text`; `model(x)` if none is readable."""
-    try:
-        node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Attribute) and n.func.attr == "predict" and n.args)
-    except (SyntaxError, StopIteration):
-        return "model(x)"
-    return f"{ast.unparse(node.func.value)}({ast.unparse(node.args[0])})"
-
-
-def _plain_value_in_gradient(facts: CodeFacts, text: str) -> Explanation | None:
-    """The target a gradient call got is a plain number or array: which code fact made it so, when one does
-    (a Keras `predict` on its path, or a target computed without the source)."""
-    for call in facts.gradient_calls:
-        predicted = _predicted(facts, call)
-        if predicted is not None:
-            return predicted
-        up = facts.upstream(call.target)
-        sources = [s for s in call.sources if re.fullmatch(r"[A-Za-z_]\w*", s)]
-        made = facts.assignments_of(call.target, before=call.line)
-        if made and sources and not any(s in up for s in sources):
-            reads = ", ".join(f"`{n}`" for n in sorted(up - {call.target}) if n in facts.params) or "other values"
-            return Explanation(f"{_what_reached(text)} reached `{call.text()}`: `{call.target}` is computed from "
-                               f"{reads}, not from `{call.source}`, so it is a plain value the tape never recorded. "
-                               f"Compute `{call.target}` from `{call.source}`.", "not-connected")
-    return None
-
-
-def _after_del(error: BaseException, facts: CodeFacts) -> Explanation | None:
-    name = re.search(r"variable '(\w+)'|name '(\w+)'", str(error))
-    name = name and (name.group(1) or name.group(2))
-    if name and facts.tape(name) and name in facts.deleted:
-        return Explanation(f"`{name}` was used after `del {name}`. Did you delete the tape before its last "
-                           "`gradient` call? Move `del` after it.", "tape-deleted")
-    return None
-
-
-def _positional_compute_loss(facts: CodeFacts) -> Explanation | None:
-    if facts.positional.get("compute_loss"):
-        return Explanation("`compute_loss` takes keyword arguments, and called positionally it puts `y_pred` in the "
-                           "wrong slot. Did you mean `self.compute_loss(x=x, y=y, y_pred=y_pred)`?",
-                           "compute-loss-positional")
-    return None
-
-
-
-
-def _one_none_explanation(facts: CodeFacts, values: Mapping[str, Any] | None) -> Explanation:
-    """Why some gradient the function returns was None, when the error does not say which: each returned
-    element's gradient call is explained, and a cause is given only if exactly one is established."""
-    returned = facts.returns[-1] if facts.returns else None
-    count = len(returned.elts) if isinstance(returned, (ast.List, ast.Tuple)) else 0
-    calls = [facts.returned_call(i) for i in range(count)] if count else [facts.returned_call()]
-    if not any(calls):  # the result is built from the calls (a list, a stack): every call is a candidate
-        calls = facts.gradient_calls
-    found = {why.cause: why for why in (explain_none(facts, c, values) for c in calls if c) if why.cause}
-    return next(iter(found.values())) if len(found) == 1 else _NOTHING
-
-
-def _operator_met_none_gradient(error: BaseException, facts: CodeFacts) -> bool:
-    """A Python operator raised on a None (`x * None`) at a line that reads a gradient: its call, or a name it gave."""
-    if not (isinstance(error, TypeError) and "unsupported operand" in str(error) and "'NoneType'" in str(error)):
-        return False
-    frames = traceback.extract_tb(error.__traceback__)
-    line = (frames[-1].line or "") if frames else ""
-    gradients = {n for a in facts.assignments if a.made_by == "gradient" for n in a.names}
-    return any(f".{c.method}(" in line for c in facts.gradient_calls) or bool(gradients & set(re.findall(r"\w+", line)))
-
-
-def error_cause(error: BaseException, facts: CodeFacts | None = None,
-                values: Mapping[str, Any] | None = None) -> Explanation | None:
-    """The likely mistake behind an exception raised by a student's tape code, if known.
-
-    With the code's facts, the explanation depends on them (how many tapes, which calls): a second
-    `gradient` call on a nested tape points to the outer tape rather than to `persistent=True`.
-    `values` are the parameters' kinds, as for `explain_none`.
-    """
-    facts = facts or CodeFacts()
-    text = str(error)
-    if facts.found and ("Attempt to convert a value (None)" in text or _operator_met_none_gradient(error, facts)):
-        if _positional_compute_loss(facts):  # eagerly, the `y_pred` it leaves empty fails this way
-            return _positional_compute_loss(facts)
-        why = _one_none_explanation(facts, values)
-        return Explanation(f"A gradient was `None` and the next operation could not use it. {why.text}".strip(),
-                           why.cause)
-    if "non-persistent GradientTape can only be used to compute one set" in text:
-        return _second_use(facts)
-    if "has no attribute '_id'" in text:
-        return _numpy_reached_tape(facts, text)
-    if re.search(r"'(float|int)' object has no attribute 'dtype'|Cannot convert the argument `type_value`: \S+ to a "
-                 r"TensorFlow DType", text):  # how a Python number as a gradient's target fails, by its value
-        return _plain_value_in_gradient(facts, text)
-    if isinstance(error, (NameError, UnboundLocalError)) and facts.found:
-        return _after_del(error, facts)
-    if "None values not supported" in text and facts.found:
-        return _positional_compute_loss(facts)
-    return next((Explanation(why, code) for needle, code, why in KNOWN_ERRORS if needle in text), None)
