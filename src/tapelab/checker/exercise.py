@@ -18,6 +18,7 @@ from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
 from tapelab.checker.evident import evident
 from tapelab.checker.none_errors import none_error
+from tapelab.checker.op_trace import executed_ops, first_departure  # at import: the guard's fresh import covers it
 from tapelab.checker.premises import vetted
 from tapelab.checker.messages import Feedback, Incorrect, Message, NotAttempted, install_ipython_handler, show
 from tapelab.checker.error_causes import error_cause
@@ -154,8 +155,6 @@ class Exercise:
         """Where the student's `fn(*args)` first departs from the task's forward `formula(*args)`, by the
         operations each executes (tapelab.checker.op_trace); None when it runs the whole formula in order, or
         raises. For a failed check only: it runs the student's function once more."""
-        from tapelab.checker.op_trace import executed_ops, first_departure
-
         expected = executed_ops(lambda: formula(*args))
         actual = self.run(lambda: executed_ops(lambda: fn(*args)), "Running your function again").value
         if not expected or not actual:
