@@ -4,14 +4,17 @@ the results are compared; a wrong one is told apart from known wrong steps (the 
 batch's numbers returned, a step that trains)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import keras
 import numpy as np
 
 from tapelab.checker.compare import agrees, allclose, fmt_pair
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.wrong_answers import Alternative, because
+from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.exercises.fit_cases import FitCase
-from tapelab.exercises.fit_match import plain_model, weighted_failure
+from tapelab.exercises.fit_match import weighted_failure
 from tapelab.quiet import Quiet
 
 __all__ = ["check_evaluate"]
@@ -21,13 +24,24 @@ def _plain_evaluate(weights: list[np.ndarray], case: FitCase, batches) -> dict[s
     """What a plain functional model with `weights`, compiled as the case says, reports from `evaluate`: what
     `evaluate` does, eagerly, without its callbacks and iterators (the metrics reset, Keras's own `test_step` on
     each batch, the metrics' results; tests/exercises/test_fit_baseline.py compares it with `evaluate`)."""
-    model = plain_model(case)
+    model = _plain_model(case)
     model.set_weights(weights)
     with Quiet():
         model.reset_metrics()
         for batch in batches:
             model.test_step(batch)
         return {key: float(value) for key, value in model.get_metrics_result().items()}
+
+
+@lru_cache(maxsize=32)
+def _plain_model(case: FitCase) -> keras.Model:
+    """The case's plain model, built under its dtype policy and compiled as the case says: once per case and
+    process, given the weights to evaluate each time."""
+    with dtype_policy(case.policy):
+        model = case.model()
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                      jit_compile=False, run_eagerly=True)
+    return model
 
 
 def _unweighted(case: FitCase):

@@ -26,7 +26,7 @@ from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, Replay, worked_example
 from tapelab.quiet import Quiet
 
-__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "plain_model", "weighted_failure", "worked_example"]
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "weighted_failure", "worked_example"]
 
 class UnscaledStep(keras.Model):
     """A reference for one wrong step: it differentiates the loss without `optimizer.scale_loss`."""
@@ -53,39 +53,18 @@ def _baseline(weights: list[np.ndarray], case: FitCase, model_class: type = kera
 @lru_cache(maxsize=64)
 def _fitted(weights: tuple, case: FitCase, model_class: type, run_eagerly: bool):
     weights = [np.frombuffer(data, dtype).reshape(shape) for shape, dtype, data in weights]
-    model = _compiled(case, model_class, run_eagerly)
+    model = case.model(model_class)
     model.set_weights(weights)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                  jit_compile=False, run_eagerly=run_eagerly)
     if run_eagerly:
         history, starts = _stepped(model, case)
-        if model_class is keras.Model:
-            _PLAIN[case] = model  # trained; what `evaluate` runs needs only its compiled loss and metrics
     else:
         starts: list[list[np.ndarray]] = []
         recorder = keras.callbacks.LambdaCallback(
             on_train_batch_begin=lambda *_, **__: starts.append(model.get_weights()))
         history = case.fit(model, (recorder,))
     return history, model.get_weights(), Replay(starts, case)
-
-
-_PLAIN: dict[FitCase, keras.Model] = {}  # case -> a plain eager model compiled as the case says
-
-
-def plain_model(case: FitCase) -> keras.Model:
-    """A plain model of `case`, compiled as the case says and run eagerly, to evaluate with given weights: the one
-    the case's reference fit last trained (its optimizer is not used again), else a new one. Building and
-    compiling a model costs more than evaluating it on a few batches."""
-    if case not in _PLAIN:
-        _PLAIN[case] = _compiled(case)
-    return _PLAIN[case]
-
-
-def _compiled(case: FitCase, model_class: type = keras.Model, run_eagerly: bool = True) -> keras.Model:
-    """A new plain model of `case`, of `model_class`, built under its dtype policy and compiled as the case says."""
-    with dtype_policy(case.policy):
-        model = case.model(model_class)
-        model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
-                      jit_compile=False, run_eagerly=run_eagerly)
-    return model
 
 
 def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]], list[list[np.ndarray]]]:
