@@ -147,3 +147,23 @@ def test_a_case_says_whose_compile_options_it_names():
         yours, plain = case.describe(ex6_2.compile_loss).split("; ")
         assert "loss=" not in yours and "metrics" not in yours
         assert plain.startswith("the plain model compared with yours is compiled with") and f"loss={case.loss!r}" in plain
+
+
+def test_a_traced_fit_creates_no_variable_while_tracing():
+    """Is every variable of a model compiled with a case's metrics made before `fit` traces its step? A metric
+    built inside the first trace (as one named by a string is) makes TensorFlow trace the step a second time."""
+    import tensorflow as tf
+
+    case = next(case for case in ex6_1.visible_cases if case.weighted)
+    inside = []
+
+    def creator(next_creator, **kwargs):
+        inside.append(tf.inside_function())
+        return next_creator(**kwargs)
+
+    model = case.model()
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=case.loss_object(), **case.metric_options(),
+                  jit_compile=False)
+    with tf.variable_creator_scope(creator):
+        history = case.fit(model)
+    assert sorted(history) == ["loss", *case.metrics] and not any(inside)

@@ -87,8 +87,10 @@ class FitCase:
         return f"n_features={self.features}"
 
     def metric_options(self) -> dict:
-        """`compile`'s metrics, as `weighted_metrics`: plain `metrics` ignore sample weights."""
-        return {"weighted_metrics": list(self.metrics) or None}
+        """`compile`'s metrics, as `weighted_metrics` (plain `metrics` ignore sample weights): new metric objects,
+        named as `compile` names the strings. A metric given by its name is built inside the first trace of `fit`'s
+        step, and a step that creates variables is traced twice; an object's variables exist already."""
+        return {"weighted_metrics": [_named_metric(name) for name in self.metrics] or None}
 
     def describe(self, compiled: bool = True) -> str:
         """The case in words. `compiled`: the student's model is compiled with the case's loss and metrics (6.1);
@@ -98,8 +100,7 @@ class FitCase:
             extra += f", under the {self.policy!r} dtype policy"
         if self.weighted:
             extra += ", with a sample weight per row"
-        options = f"loss={self.loss!r}" + "".join(f", {key}={value}"
-                                                  for key, value in self.metric_options().items() if value)
+        options = f"loss={self.loss!r}" + (f", weighted_metrics={list(self.metrics)}" if self.metrics else "")
         rows = f"{self.rows} rows of {self.features} feature(s), batch_size={self.batch_size}"
         if compiled:
             return f"{rows}, {options}{extra}"
@@ -127,6 +128,13 @@ class FitCase:
     def last_rows(self) -> int:
         """The number of rows in each epoch's last batch (smaller than `batch_size` when it does not divide)."""
         return self.rows - (self.rows - 1) // self.batch_size * self.batch_size
+
+
+def _named_metric(name: str) -> keras.metrics.Metric:
+    """The metric `compile` makes of the string `name` ("mae", "root_mean_squared_error"), under that name."""
+    metric = keras.metrics.get(name)
+    metric.name = name
+    return metric
 
 
 class Replay(Mapping):

@@ -44,6 +44,11 @@ def _plain_model(case: FitCase) -> keras.Model:
     return model
 
 
+def _unweighted(case: FitCase):
+    """The case's batches without their weights: a `map`, whose function tf.data traces, so made only when needed."""
+    return case.batches().map(lambda x, y, *_: (x, y))
+
+
 def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
     """Does the trained `model`'s own `test_step` make `evaluate` report what a plain model reports?"""
     name = f"{exercise.answer}({case.shown()})"
@@ -72,7 +77,6 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
                         "Does your `test_step` update every metric in `self.metrics` and return "
                         "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
     last = case.batches().skip(case.steps - 1)
-    unweighted = case.batches().map(lambda x, y, *_: (x, y)) if case.weighted else None
     for key in sorted(want):
         value = float(np.asarray(got[key]))
         if agrees(want[key], value, case.rtol(key), 1e-4):
@@ -88,11 +92,11 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
                                     "That is the value of the last batch alone. Did your `test_step` return the "
                                     "batch's own number instead of the metrics' `result()`, the mean over every "
                                     "batch `evaluate` ran?")] if case.steps > 1 else []
-        if unweighted is not None:
+        if case.weighted:
             fed = ("to `compute_loss`" if key == "loss" else
                    "to this metric's `update_state(y, y_pred, sample_weight=sample_weight)`")
             alternatives.insert(0, Alternative(
-                "weights dropped", lambda: _plain_evaluate(weights, case, unweighted)[key], "sample-weight-ignored",
+                "weights dropped", lambda: _plain_evaluate(weights, case, _unweighted(case))[key], "sample-weight-ignored",
                 f"That is what `evaluate` reports without the sample weights: does your `test_step` pass them {fed}?"))
         says, code = because(want[key], value, alternatives,
                              "Does your `test_step` compute the loss as `train_step` does, and update each metric "

@@ -103,9 +103,10 @@ class GuardedStep(Exercise):
 
     def check_case(self, fn, case, facts):
         """Every row of the matrix through one compiled step, one model and one optimizer, reset to zero
-        weights and zero iterations before each row: `tf.function` then traces a few times per case (the
-        batch size relaxed, as `fit`'s train function does), not once per row. The malformed batch gets a trace
-        of its own shapes, so that its error is raised while tracing, where the step's own code could catch it."""
+        weights and zero iterations before each row: `tf.function` traces the step once per case, for batches of
+        any number of rows (the batch size relaxed, as `fit`'s train function relaxes it), not once per row. The
+        malformed batch gets a trace of its own shapes, so that its error is raised while tracing, where the
+        step's own code could catch it."""
         features, seed = case
         model = _model(features)
         optimizer = keras.optimizers.SGD(LEARNING_RATE)
@@ -121,9 +122,12 @@ class GuardedStep(Exercise):
         shown = f"a `Dense(1)` model on {features} inputs, SGD({LEARNING_RATE}), {row.name}"
         doing = f"Calling `tf.function(safe_step)` on {shown}"
         errors: list[Exception] = []
+        any_rows = (tf.TensorSpec((None, features), tf.float32), tf.TensorSpec((None, 1), tf.float32))
 
         def step():
             try:
+                if not row.raises:  # traced once, on the first row; a cache hit after it, whatever the rows
+                    compiled.get_concrete_function(model, optimizer, *any_rows)
                 return compiled(model, optimizer, tf.constant(row.x), tf.constant(row.y))
             except Exception as error:  # kept whole: the feedback shows only its first line
                 errors.append(error)
