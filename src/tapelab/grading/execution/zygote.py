@@ -26,6 +26,7 @@ interpreter starts: its hash seed (random per zygote, the same for the kernels o
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import ctypes
 import gc
@@ -162,8 +163,9 @@ def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
             setattr(holder, key, new)
 
 
-def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
-    """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
+def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None) -> dict:
+    """Import, record the stream bindings, take the guard's snapshot of what was imported (`guard`: the path of
+    the guard's source, in_kernel.py), and check that forking is safe; the facts the worker keeps."""
     allowed = {0, 1, 2, control.fileno()}
     if _open_fds() - allowed:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
@@ -181,9 +183,10 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
+    world = _world(guard) if guard else None  # after the bindings: the snapshot holds the streams too
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
-    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
+    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set, world=world,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
     problem = _fork_problem(allowed)
     if problem:
@@ -192,7 +195,8 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     preview.setstate(random.getstate())
     legacy = numpy.random.RandomState()
     legacy.set_state(numpy.random.get_state())
-    return {"pid": os.getpid(), "preload": list(preload), "environ": imports_set, "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
+    return {"pid": os.getpid(), "preload": list(preload), "environ": imports_set, "modules": len(sys.modules),
+            "rebound": len(bindings), "homes": homes, "snapshot": len(world[1]["modules"]) if world else 0,
             "next_random": [preview.random() for _ in range(3)], "next_numpy": legacy.random_sample(3).tolist()}
 
 
@@ -213,12 +217,22 @@ def _lines(control: socket.socket):
         yield json.loads(line)
 
 
-def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
+def _world(guard: str) -> tuple[str, dict]:
+    """The guard's snapshot of the modules loaded here (in_kernel._world), and the sys attribute by which a
+    kernel hands it to its guard's prologue."""
+    with open(guard, encoding="utf-8") as source:
+        code = compile(source.read(), "<tapelab-guard>", "exec")
+    namespace = {"__name__": "_tapelab_guard", "__builtins__": dict(vars(builtins))}
+    exec(code, namespace)
+    return namespace["WORLD"], namespace["_world"]()
+
+
+def serve(fd: int, preload: tuple[str, ...] = PRELOAD, guard: str | None = None) -> None:
     """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
     end of file."""
     control = socket.socket(fileno=fd)
     try:
-        ready = _prepare(control, preload)
+        ready = _prepare(control, preload, guard)
     except Exception as error:
         _send(control, {"error": f"the zygote could not prepare: {type(error).__name__}: {error}"})
         return
@@ -346,7 +360,7 @@ def _kernel(request: dict, status: int) -> int:
     _blas_threads()
     os.write(status, b"ready")
     os.close(status)
-    return _run_kernel(request["argv"], int(request["env"].get("JPY_PARENT_PID") or 0))
+    return _run_kernel(request["argv"], int(request["env"].get("JPY_PARENT_PID") or 0), request["guarded"])
 
 
 def _stdin_at_end() -> None:
@@ -377,7 +391,7 @@ def _blas_threads() -> None:
                 break
 
 
-def _run_kernel(argv: list[str], parent: int) -> int:
+def _run_kernel(argv: list[str], parent: int, guarded: bool) -> int:
     """ipykernel, as `python -m ipykernel_launcher ARGV` runs it; the exit code."""
     from ipykernel.kernelapp import IPKernelApp
 
@@ -389,6 +403,10 @@ def _run_kernel(argv: list[str], parent: int) -> int:
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
         _rebind(_state["bindings"], _state["streams"])
+        world = _state.pop("world")
+        if world is not None and guarded:  # for the guard's prologue, which takes it before any student code
+            setattr(sys, *world)
+        del world
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
