@@ -58,6 +58,14 @@ class SandboxKernelManager(AsyncKernelManager):
     def client(self, **kw):
         return super().client(context=self.context, **kw)  # the client's sockets get the same bound
 
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        """Until the kernel's process has ended: a forked kernel's pidfd says so at once (warm.ForkedProcess.ended),
+        where jupyter_client polls every `pollinterval` seconds (so each stop waited about 0.1 s more)."""
+        ended = getattr(getattr(self.provisioner, "process", None), "ended", None)
+        if ended is None:
+            return await super()._async_wait(pollinterval)
+        await ended()
+
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None and getattr(self, "_provisioner", None) is not None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
