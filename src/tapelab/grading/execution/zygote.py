@@ -22,6 +22,8 @@ zygote's stdout and stderr (logging handlers, default arguments) are pointed at 
 as if the imports had run in the kernel, and the environment variables that the imports of ipykernel's
 start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
+The guard's snapshot of the imported modules is taken here once (in_kernel._world), for the prologue of each
+kernel the guard watches, which keeps every entry that still holds and reads afresh only the rest.
 """
 from __future__ import annotations
 
@@ -164,8 +166,7 @@ def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
 
 
 def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None) -> dict:
-    """Import, record the stream bindings, take the guard's snapshot of what was imported (`guard`: the path of
-    the guard's source, in_kernel.py), and check that forking is safe; the facts the worker keeps."""
+    """Import, record the stream bindings, snapshot the modules (guard: in_kernel.py), check that forking is safe."""
     allowed = {0, 1, 2, control.fileno()}
     if _open_fds() - allowed:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
@@ -183,7 +184,12 @@ def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
-    world = _world(guard) if guard else None  # after the bindings: the snapshot holds the streams too
+    world = None  # (sys attribute, in_kernel._world()), after the bindings: the snapshot holds the streams too
+    if guard:
+        with open(guard, encoding="utf-8") as source:
+            code, namespace = source.read(), {"__name__": "_tapelab_guard", "__builtins__": dict(vars(builtins))}
+        exec(compile(code, "<tapelab-guard>", "exec"), namespace)
+        world = (namespace["WORLD"], namespace["_world"]())
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
     _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set, world=world,
@@ -215,16 +221,6 @@ def _lines(control: socket.socket):
             buffer += chunk
         line, buffer = buffer.split(b"\n", 1)
         yield json.loads(line)
-
-
-def _world(guard: str) -> tuple[str, dict]:
-    """The guard's snapshot of the modules loaded here (in_kernel._world), and the sys attribute by which a
-    kernel hands it to its guard's prologue."""
-    with open(guard, encoding="utf-8") as source:
-        code = compile(source.read(), "<tapelab-guard>", "exec")
-    namespace = {"__name__": "_tapelab_guard", "__builtins__": dict(vars(builtins))}
-    exec(code, namespace)
-    return namespace["WORLD"], namespace["_world"]()
 
 
 def serve(fd: int, preload: tuple[str, ...] = PRELOAD, guard: str | None = None) -> None:
@@ -403,10 +399,9 @@ def _run_kernel(argv: list[str], parent: int, guarded: bool) -> int:
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
         _rebind(_state["bindings"], _state["streams"])
-        world = _state.pop("world")
-        if world is not None and guarded:  # for the guard's prologue, which takes it before any student code
-            setattr(sys, *world)
-        del world
+        if _state["world"] is not None and guarded:  # for the guard's prologue, before any student code
+            setattr(sys, *_state["world"])
+        _state["world"] = None  # nothing else here keeps it (student code can walk up to this frame)
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)

@@ -4,7 +4,10 @@ This file is never imported by the kernel: the worker sends its source in the pr
 channel.Session), which runs before the first notebook cell. `_install` then
 - imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras),
 - snapshots every loaded module's functions, classes and submodules, the classes' methods,
-  `sys.modules`, and IPython's and ipykernel's components,
+  `sys.modules`, and IPython's and ipykernel's components (in a warm kernel it takes the entries of the
+  zygote's snapshot, `_world`, whose module or class still holds the very same keys and values: the
+  zygote took it after its imports, where no student code ever ran, and the kernel hands it over in
+  `sys._tapelab_guard_world`, which the prologue removes before any cell runs),
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
   * blocks `gc.get_objects/get_referrers/get_referents` and ctypes memory access (the only ways
     to reach the closure), recording each attempt,
