@@ -87,7 +87,6 @@ bench: venv
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/kernel_start.py
 	$(BIN)/python bench/kernel_start.py --compare ready
-	$(BIN)/python bench/kernel_start.py --compare world
 	$(BIN)/python bench/kernel_start.py --compare reconnect
 	$(BIN)/python bench/kernel_start.py --compare stop
 	$(BIN)/python bench/guard_step.py

@@ -1,16 +1,15 @@
-"""Warm kernel start, two ways in one run: what the zygote preloads, how the client waits for the kernel, what
-the guard's prologue reads afresh, how often the client retries connecting, or how a stop waits for the kernel.
+"""Warm kernel start, two ways in one run: what the zygote preloads, how the client waits for the kernel, how
+often the client retries connecting, or how a stop waits for the kernel.
 
-    python bench/kernel_start.py [--rounds 8] [--compare preload|ready|world|reconnect|stop]
+    python bench/kernel_start.py [--rounds 8] [--compare preload|ready|reconnect|stop]
                                  (as root, where warm kernels can start; `make bench`)
 
 --compare preload (the default): two zygotes in this process, the light one of a notebook without TensorFlow
 (`zygote.LIGHT`) and a baseline preloading only NumPy and ipykernel.ipkernel (what LIGHT was before
 `zygote.KERNEL_START`). --compare ready: the light zygote, with the sandbox kernel's client waiting as
 `kernels.ReadyClient` does (until its kernel_info request is idle on iopub) against jupyter_client's own
-wait (which then drains iopub until 0.2 s pass without a message). The next three use TensorFlow's zygote and
-06's guard: --compare world, the guard's prologue (`prologue` phase) when the kernel is not handed the zygote's
-snapshot of its modules (in_kernel._world) against when it is; --compare reconnect, the `start` phase with
+wait (which then drains iopub until 0.2 s pass without a message). The next two use TensorFlow's zygote and
+06's guard: --compare reconnect, the `start` phase with
 ZeroMQ's default reconnect interval (100 ms) against kernels.RECONNECT_MS; --compare stop, the `stop` phase with
 jupyter_client's wait (a poll every 0.1 s) against the pidfd's (warm.ForkedProcess.ended). Kernels start in
 turns, A B A B..., for the same one-cell notebook under the full sandbox; each kernel's phase (`start`: slot
@@ -36,7 +35,7 @@ from tapelab.grading.execution.sandbox import Sandbox  # noqa: E402
 
 BASELINE = ("numpy", "ipykernel.ipkernel")
 OURS = kernels.ReadyClient.wait_for_ready
-PROVISIONER, RECONNECT_MS, WAIT = warm.provisioner, kernels.RECONNECT_MS, kernels.SandboxKernelManager._async_wait
+RECONNECT_MS, WAIT = kernels.RECONNECT_MS, kernels.SandboxKernelManager._async_wait
 GUARD = ("from tapelab.exercises.fit_vs_custom import ex6_1, ex6_4, ex6_3, ex6_2, ex6_5, ex6_6",)  # 06's, as graded
 
 
@@ -51,12 +50,6 @@ def ready(name: str) -> None:
     kernels.ReadyClient.wait_for_ready = AsyncKernelClient.wait_for_ready if name == "baseline" else OURS
 
 
-def world(name: str) -> None:
-    """Kernels whose guard reads every module afresh (the baseline), or takes the zygote's snapshot."""
-    warm.provisioner = ((lambda slot, preload, guarded=False: PROVISIONER(slot, preload, False))
-                        if name == "baseline" else PROVISIONER)
-
-
 def reconnect(name: str) -> None:
     """Clients retrying a connection every 100 ms (ZeroMQ's default, the baseline) or every RECONNECT_MS."""
     kernels.RECONNECT_MS = 100 if name == "baseline" else RECONNECT_MS
@@ -69,7 +62,6 @@ def stop(name: str) -> None:
 
 COMPARE = {"preload": (preload, "baseline preload", "with KERNEL_START", "start"),
            "ready": (ready, "jupyter_client's wait", "ReadyClient's wait", "start"),
-           "world": (world, "prologue reading every module", "prologue taking the zygote's snapshot", "prologue"),
            "reconnect": (reconnect, "reconnect every 100 ms", f"every {RECONNECT_MS} ms", "start"),
            "stop": (stop, "jupyter_client's poll", "the pidfd", "stop")}
 

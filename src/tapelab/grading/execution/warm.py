@@ -36,7 +36,6 @@ from typing import Callable
 from jupyter_client.provisioning import LocalProvisioner
 
 from tapelab.grading.execution import zygote as zygote_module
-from tapelab.grading.integrity.channel import GUARD_SOURCE
 from tapelab.grading.execution.kernels import KernelStartError, kernel_env
 from tapelab.grading.execution.sandbox import KERNEL_ARGS, Slot
 
@@ -52,7 +51,7 @@ _BOOT = ("import sys\n"
          "spec = spec_from_file_location('tapelab_zygote', {path!r})\n"
          "zygote = module_from_spec(spec)\n"
          "spec.loader.exec_module(zygote)\n"
-         "zygote.serve({fd}, {preload!r}, {guard!r})\n")
+         "zygote.serve({fd}, {preload!r})\n")
 
 
 class ZygoteError(KernelStartError):
@@ -67,8 +66,7 @@ class Zygote:
         self.home = tempfile.mkdtemp(prefix="tapelab-zygote-", dir="/tmp")
         ours, theirs = socket.socketpair()
         env = {**kernel_env(Path(self.home), python), "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": INLINE}
-        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno(), preload=tuple(preload),
-                            guard=str(GUARD_SOURCE))
+        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno(), preload=tuple(preload))
         try:
             self.process = subprocess.Popen([python, "-c", boot], pass_fds=(theirs.fileno(),), cwd="/", env=env,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -235,14 +233,12 @@ class ForkedProcess:
         self._pidfd = None
 
 
-def provisioner(slot: Slot, preload: tuple[str, ...] = zygote_module.PRELOAD,
-                guarded: bool = False) -> Callable[..., ForkedProvisioner]:
+def provisioner(slot: Slot, preload: tuple[str, ...] = zygote_module.PRELOAD) -> Callable[..., ForkedProvisioner]:
     """What SandboxKernelManager.configure takes: makes the provisioner of a kernel in `slot`, forked from
-    the zygote that preloads `preload`; `guarded`: the guard's prologue will run in it, and take the zygote's
-    snapshot of its modules."""
+    the zygote that preloads `preload`."""
     def make(**traits) -> ForkedProvisioner:
         made = ForkedProvisioner(**traits)
-        made.slot, made.preload, made.guarded = slot, preload, guarded
+        made.slot, made.preload = slot, preload
         return made
     return make
 
@@ -252,7 +248,6 @@ class ForkedProvisioner(LocalProvisioner):
 
     slot: Slot | None = None
     preload: tuple[str, ...] = zygote_module.PRELOAD
-    guarded = False
 
     async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
         if cmd[1:len(KERNEL_ARGS)] != list(KERNEL_ARGS[:-1]):
@@ -261,7 +256,6 @@ class ForkedProvisioner(LocalProvisioner):
         cwd = str(kwargs.get("cwd") or self.slot.scratch)
         env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as launcher and sh add
         request = {"op": "spawn", "uid": self.slot.uid, "cwd": cwd, "env": env, "argv": cmd[len(KERNEL_ARGS) - 1:],
-                   "guarded": self.guarded,
                    "script": self.slot.mount_script(cmd[0]), "rlimits": self.slot.sandbox.limits.rlimits()}
         self.process = ForkedProcess(zygote.ask(request)["pid"], zygote)  # here, so a cancellation cannot orphan it
         self.pid = self.pgid = self.process.pid

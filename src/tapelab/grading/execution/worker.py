@@ -110,7 +110,7 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
         max_frame = max(settings.output_limit, 1 << 20)
         if kernel == "warm":
-            forked = warm.provisioner(slot, zygote.preload_for(settings.packages), settings.restore_imports is not None)
+            forked = warm.provisioner(slot, zygote.preload_for(settings.packages))
             km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=forked)
         else:
             km.configure(slot.argv(sys.executable), slot.give, max_frame)

@@ -22,13 +22,10 @@ zygote's stdout and stderr (logging handlers, default arguments) are pointed at 
 as if the imports had run in the kernel, and the environment variables that the imports of ipykernel's
 start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
-The guard's snapshot of the imported modules is taken here once (in_kernel._world), for the prologue of each
-kernel the guard watches, which keeps every entry that still holds and reads afresh only the rest.
 """
 from __future__ import annotations
 
 import atexit
-import builtins
 import contextlib
 import ctypes
 import gc
@@ -165,8 +162,8 @@ def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
             setattr(holder, key, new)
 
 
-def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None) -> dict:
-    """Import, record the stream bindings, snapshot the modules (guard: in_kernel.py), check that forking is safe."""
+def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
+    """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
     allowed = {0, 1, 2, control.fileno()}
     if _open_fds() - allowed:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
@@ -184,15 +181,9 @@ def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
     bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
-    world = None  # (sys attribute, in_kernel._world()), after the bindings: the snapshot holds the streams too
-    if guard:
-        with open(guard, encoding="utf-8") as source:
-            code, namespace = source.read(), {"__name__": "_tapelab_guard", "__builtins__": dict(vars(builtins))}
-        exec(compile(code, "<tapelab-guard>", "exec"), namespace)
-        world = (namespace["WORLD"], namespace["_world"]())
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
-    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set, world=world,
+    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
     problem = _fork_problem(allowed)
     if problem:
@@ -201,8 +192,7 @@ def _prepare(control: socket.socket, preload: tuple[str, ...], guard: str | None
     preview.setstate(random.getstate())
     legacy = numpy.random.RandomState()
     legacy.set_state(numpy.random.get_state())
-    return {"pid": os.getpid(), "preload": list(preload), "environ": imports_set, "modules": len(sys.modules),
-            "rebound": len(bindings), "homes": homes, "snapshot": len(world[1]["modules"]) if world else 0,
+    return {"pid": os.getpid(), "preload": list(preload), "environ": imports_set, "modules": len(sys.modules), "rebound": len(bindings), "homes": homes,
             "next_random": [preview.random() for _ in range(3)], "next_numpy": legacy.random_sample(3).tolist()}
 
 
@@ -223,12 +213,12 @@ def _lines(control: socket.socket):
         yield json.loads(line)
 
 
-def serve(fd: int, preload: tuple[str, ...] = PRELOAD, guard: str | None = None) -> None:
+def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
     """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
     end of file."""
     control = socket.socket(fileno=fd)
     try:
-        ready = _prepare(control, preload, guard)
+        ready = _prepare(control, preload)
     except Exception as error:
         _send(control, {"error": f"the zygote could not prepare: {type(error).__name__}: {error}"})
         return
@@ -356,7 +346,7 @@ def _kernel(request: dict, status: int) -> int:
     _blas_threads()
     os.write(status, b"ready")
     os.close(status)
-    return _run_kernel(request["argv"], int(request["env"].get("JPY_PARENT_PID") or 0), request["guarded"])
+    return _run_kernel(request["argv"], int(request["env"].get("JPY_PARENT_PID") or 0))
 
 
 def _stdin_at_end() -> None:
@@ -387,7 +377,7 @@ def _blas_threads() -> None:
                 break
 
 
-def _run_kernel(argv: list[str], parent: int, guarded: bool) -> int:
+def _run_kernel(argv: list[str], parent: int) -> int:
     """ipykernel, as `python -m ipykernel_launcher ARGV` runs it; the exit code."""
     from ipykernel.kernelapp import IPKernelApp
 
@@ -399,9 +389,6 @@ def _run_kernel(argv: list[str], parent: int, guarded: bool) -> int:
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
         _rebind(_state["bindings"], _state["streams"])
-        if _state["world"] is not None and guarded:  # for the guard's prologue, before any student code
-            setattr(sys, *_state["world"])
-        _state["world"] = None  # nothing else here keeps it (student code can walk up to this frame)
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)

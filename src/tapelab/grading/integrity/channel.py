@@ -21,11 +21,10 @@ from pathlib import Path
 
 from tapelab.grading.integrity.scan import scan
 
-__all__ = ["GUARD_SOURCE", "REPORT_EXPRESSION", "Session", "scan"]
+__all__ = ["REPORT_EXPRESSION", "Session", "scan"]
 
 REPORT_EXPRESSION = "_tapelab_guard_out"
-GUARD_SOURCE = Path(__file__).with_name("in_kernel.py")  # a zygote takes the guard's snapshot with it too
-_SOURCE = GUARD_SOURCE.read_text(encoding="utf-8")
+_SOURCE = (Path(__file__).with_name("in_kernel.py")).read_text(encoding="utf-8")
 _ALLOWED_MODULES = ("IPython", "ipykernel", "matplotlib", "matplotlib_inline", "ipywidgets", "comm",
                     "traitlets", "jupyter_client", "tapelab")
 _MISSING = "the guard's report is missing or forged (the notebook interfered with grading)"

@@ -4,10 +4,7 @@ This file is never imported by the kernel: the worker sends its source in the pr
 channel.Session), which runs before the first notebook cell. `_install` then
 - imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras),
 - snapshots every loaded module's functions, classes and submodules, the classes' methods,
-  `sys.modules`, and IPython's and ipykernel's components (in a warm kernel it takes the entries of the
-  zygote's snapshot, `_world`, whose module or class still holds the very same keys and values: the
-  zygote took it after its imports, where no student code ever ran, and the kernel hands it over in
-  `sys._tapelab_guard_world`, which the prologue removes before any cell runs),
+  `sys.modules`, and IPython's and ipykernel's components,
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
   * blocks `gc.get_objects/get_referrers/get_referents` and ctypes memory access (the only ways
     to reach the closure), recording each attempt,
@@ -26,75 +23,12 @@ submission and void the check it surrounds: tampering can only cost the student.
 """
 
 
-from operator import is_
-from types import ModuleType
-
-WORLD = "_tapelab_guard_world"  # the sys attribute by which a zygote hands its kernel `_world()` (popped here)
-_API_KINDS = (ModuleType, property, staticmethod, classmethod)
-
-
-def _api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
-    return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, _API_KINDS)}
-
-
-def _whole(owner):
-    """Every key and value of a module's or class's namespace, in order: unchanged when all are the same objects."""
-    current = vars(owner)
-    return tuple(current), tuple(current.values())
-
-
-def _unchanged(current, keys, values):
-    """Identity only (never ==, which could run the notebook's code), in C and in the namespace's own order,
-    so no key is looked up: most modules and classes never change between two scans."""
-    return (len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values))
-            and len(current) == len(keys))  # each map is one C loop; a thread may run between them
-
-
-def _held(entry, owner):
-    """Whether a snapshot entry taken earlier is still `owner`'s: the same object, its namespace the very same
-    keys and values (then its API names, read from those values, are too)."""
-    return entry is not None and entry[0] is owner and _unchanged(vars(owner), entry[2], entry[3])
-
-
-def _snapshot_modules(modules, ours, user_ns, earlier):
-    """[module, API names, keys, values] of tapelab's modules (`ours`) or of all the others, by name; an entry of
-    `earlier` that still holds is taken as it is."""
-    saved = {}
-    for name, module in list(modules.items()):
-        if ((name == "tapelab" or name.startswith("tapelab.")) == ours and isinstance(module, ModuleType)
-                and vars(module) is not user_ns):
-            entry = earlier.get(name)
-            saved[name] = entry if _held(entry, module) else [module, _api_names(vars(module)), *_whole(module)]
-    return saved
-
-
-def _snapshot_classes(saved_modules, earlier):
-    """The same for the heap classes the modules' API names hold, by id; an entry of `earlier` that holds is kept."""
-    classes = {}
-    for entry in saved_modules.values():
-        for value in entry[1].values():
-            if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes:
-                known = earlier.get(id(value))
-                classes[id(value)] = known if _held(known, value) else [value, _api_names(vars(value)), *_whole(value)]
-    return classes
-
-
-def _world():
-    """The snapshot of every loaded module but tapelab's and of their classes, taken by a zygote after its imports
-    and before it forks (no student code has run there): the guard of a kernel forked from it takes each entry that
-    still holds instead of reading thousands of modules again, and reads afresh only what changed or came since."""
-    import sys
-
-    saved = _snapshot_modules(sys.modules, False, None, {})
-    return {"modules": saved, "classes": _snapshot_classes(saved, {})}
-
-
 def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import importlib
     import itertools
     import json
     import linecache
-    from operator import methodcaller
+    from operator import is_, methodcaller
     from os.path import isfile
     import sys
     import threading
@@ -114,11 +48,14 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     values_of = methodcaller("values")  # C for a dict and a mappingproxy, builtin types: nothing to patch
     block_size = 64
     state = {"n": 0, "busy": False, "findings": []}
-    world = sys.__dict__.pop(WORLD, None) or {"modules": {}, "classes": {}}  # before any student code, as all here
-    whole, unchanged = _whole, _unchanged
+
+    api_kinds = (module_type, property, staticmethod, classmethod)
 
     def api(value):
-        return callable(value) or isinstance(value, _API_KINDS)
+        return callable(value) or isinstance(value, api_kinds)
+
+    def api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
+        return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, api_kinds)}
 
     def run_trusted_imports():
         for statement in imports:
@@ -135,11 +72,32 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     if pyplot is not None:
         pyplot.switch_backend(modules["matplotlib"].get_backend())
 
-    def snapshot_modules(ours, earlier=None):
-        return _snapshot_modules(modules, ours, shell.user_ns, earlier or {})
+    def whole(owner):
+        """Every key and value of a module's or class's namespace, in order: unchanged when all are the same objects."""
+        current = vars(owner)
+        return tuple(current), tuple(current.values())
 
-    def snapshot_classes(saved_modules, earlier=None):
-        return _snapshot_classes(saved_modules, earlier or {})
+    def unchanged(current, keys, values):
+        """Identity only (never ==, which could run the notebook's code), in C and in the namespace's own order,
+        so no key is looked up: most modules and classes never change between two scans."""
+        return (len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values))
+                and len(current) == len(keys))  # each map is one C loop; a thread may run between them
+
+    def snapshot_modules(ours):
+        saved = {}
+        for name, module in list(modules.items()):
+            if ((name == "tapelab" or name.startswith("tapelab.")) == ours and isinstance(module, module_type)
+                    and vars(module) is not shell.user_ns):
+                saved[name] = [module, api_names(vars(module)), *whole(module)]
+        return saved
+
+    def snapshot_classes(saved_modules):
+        classes = {}
+        for entry in saved_modules.values():
+            for value in entry[1].values():
+                if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes:
+                    classes[id(value)] = [value, api_names(vars(value)), *whole(value)]
+        return classes
 
     def fingerprint(owners):
         """The owners' namespaces flattened in C: their lengths, then all their keys, then all their values."""
@@ -166,11 +124,10 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                 and all(map(is_, flatten(map(values_of, spaces)), values))
                 and tuple(map(len, spaces)) == lengths)  # a thread may run between the C loops
 
-    saved_modules = snapshot_modules(False, world["modules"])
+    saved_modules = snapshot_modules(False)
     for module, attr in (("builtins", "input"), ("getpass", "getpass"), ("sys", "excepthook")):  # set per request
         saved_modules.get(module, (None, {}))[1].pop(attr, None)
-    saved_classes = snapshot_classes(saved_modules, world["classes"])
-    del world
+    saved_classes = snapshot_classes(saved_modules)
     module_blocks, class_blocks = in_blocks(saved_modules), in_blocks(saved_classes)
     ours = {"modules": snapshot_modules(True)}
     ours["classes"] = snapshot_classes(ours["modules"])
