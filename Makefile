@@ -87,6 +87,8 @@ bench: venv
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/kernel_start.py
 	$(BIN)/python bench/kernel_start.py --compare ready
+	$(BIN)/python bench/kernel_start.py --compare reconnect
+	$(BIN)/python bench/kernel_start.py --compare stop
 	$(BIN)/python bench/guard_step.py
 	$(BIN)/python bench/guard_step.py --notebook 01_basic_tape
 	$(BIN)/python bench/feedback_pages.py

@@ -28,6 +28,9 @@ from tapelab.errors import InfraError
 __all__ = ["KernelStartError", "ReadyClient", "SandboxKernelManager", "kernel_env", "kernel_sys_path"]
 
 
+RECONNECT_MS = 5  # how often the client retries connecting to a kernel that is not listening yet
+
+
 class KernelStartError(InfraError, RuntimeError):
     """The kernel did not start: an infrastructure fault, never the student's (no student code ran)."""
 
@@ -47,9 +50,21 @@ class SandboxKernelManager(AsyncKernelManager):
         self.client_factory = ReadyClient
         self.context = zmq.asyncio.Context()
         self.context.setsockopt(zmq.MAXMSGSIZE, max_frame)
+        # The client connects before the kernel has bound its sockets; ZeroMQ retries a failed connection every
+        # 100 ms by default, so the kernel's first message waited up to that long, and iopub's subscription often
+        # came after the kernel had reported the first kernel_info idle (then asked again, 0.2 s later).
+        self.context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
 
     def client(self, **kw):
         return super().client(context=self.context, **kw)  # the client's sockets get the same bound
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        """Until the kernel's process has ended: a forked kernel's pidfd says so at once (warm.ForkedProcess.ended),
+        where jupyter_client polls every `pollinterval` seconds (so each stop waited about 0.1 s more)."""
+        ended = getattr(getattr(self.provisioner, "process", None), "ended", None)
+        if ended is None:
+            return await super()._async_wait(pollinterval)
+        await ended()
 
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None and getattr(self, "_provisioner", None) is not None:

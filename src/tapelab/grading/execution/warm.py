@@ -186,6 +186,18 @@ class ForkedProcess:
             return self.returncode
         return -signal.SIGKILL if self._ended() else None  # the true status comes with `wait`
 
+    async def ended(self) -> None:
+        """Return once the process has ended: woken by its pidfd, not by polling."""
+        if self._ended():
+            return
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        loop.add_reader(self._pidfd, lambda: done.done() or done.set_result(None))
+        try:
+            await done
+        finally:
+            loop.remove_reader(self._pidfd)
+
     def wait(self, timeout: float | None = None) -> int:
         if not self._ended(timeout if timeout is not None else 3600):
             raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout)
