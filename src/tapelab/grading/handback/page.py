@@ -199,11 +199,19 @@ class InertNotebook(SanitizeHTML):
 
     def sanitize_html_tags(self, html_str: str) -> str:
         """bleach.clean with this policy; `data:` passes bleach's scheme check, then `_allowed_attribute`
-        keeps it for inline images only; an image left without a source shows its alt text."""
-        clean = bleach.clean(html_str, tags=self.tags, attributes=self.attributes,
-                             protocols=[*bleach.ALLOWED_PROTOCOLS, "data"], strip=self.strip,
-                             strip_comments=self.strip_comments)
-        return _IMAGE_TAG.sub(_alt_for_sourceless, clean)
+        keeps it for inline images only; an image left without a source shows its alt text. Remembered for a
+        string (`_cleaned`): the checks' HTML outputs repeat within a page and across a class's pages."""
+        return self._cleaned(html_str)
+
+    @functools.cached_property
+    def _cleaned(self):
+        def clean(html_str: str) -> str:
+            cleaned = bleach.clean(html_str, tags=self.tags, attributes=self.attributes,
+                                   protocols=[*bleach.ALLOWED_PROTOCOLS, "data"], strip=self.strip,
+                                   strip_comments=self.strip_comments)
+            return _IMAGE_TAG.sub(_alt_for_sourceless, cleaned)
+
+        return functools.lru_cache(maxsize=CACHED)(clean)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         roles = _roles(resources)
