@@ -234,8 +234,8 @@ class InertNotebook(SanitizeHTML):
     def _roles_of(self, resources: dict) -> dict[str, dict]:
         """A copy of `_roles`, read once per notebook by this step (one per exporter: a run of `tapelab grade` or
         `feedback`, nbgrader's generate_feedback): the instructor's notebook does not change while pages render."""
-        info = resources["nbgrader"]
-        key = (info["db_url"], info["assignment"], info["notebook"])
+        info = resources.get("nbgrader", {})
+        key = (info.get("db_url"), info.get("assignment"), info.get("notebook"))
         if key not in self._read_roles:
             self._read_roles[key] = _roles(resources)
         return copy.deepcopy(self._read_roles[key])
