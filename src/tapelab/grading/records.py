@@ -28,8 +28,8 @@ from tapelab.errors import InfraError, UsageError
 from tapelab.grading.statuses import STATUSES
 from tapelab.outside import printable
 
-__all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder", "schema_check",
-           "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+__all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
+           "schema_check", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"

@@ -126,7 +126,7 @@ def _differences(submitted: NotebookNode, released: NotebookNode, gid: str, out:
 
 
 def _new_cell(kind: str, source: str, cell_id: str | None, metadata: dict, attachments=None) -> NotebookNode:
-    """A cell as nbformat's `new_*_cell` makes it, without their schema check of each cell (half of preparing a
+    """A cell as nbformat's `new_*_cell` makes it, without their schema check of each cell (a third of preparing a
     submission): its parts come from notebooks already checked (the submission by `sanitize.read_notebook`, and
     the release), and the notebook is checked whole on its way to the worker and back."""
     cell = {"cell_type": kind, "metadata": copy.deepcopy(metadata), "source": source, **_EMPTY[kind]}
