@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -28,7 +29,7 @@ from tapelab.grading.statuses import STATUSES
 from tapelab.outside import printable
 
 __all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
-           "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+           "schema_check", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
@@ -172,10 +173,29 @@ def content_hash(raw: bytes, settings_key: str) -> str:
     return digest.hexdigest()
 
 
+def schema_check(schema: dict) -> Callable[[object], None]:
+    """`jsonschema.validate(instance, schema)` as a function of the instance: the same error raised (the best match),
+    but the schema is checked and its validator built once, not at every call (a check of the schema costs more than
+    that of a small instance, and the coordinator checks a worker's result and the feedback state per submission)."""
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator = cls(schema)
+
+    def check(instance: object) -> None:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    return check
+
+
+_check_state = schema_check(STATE_SCHEMA)
+
+
 def _problem(data: object) -> str | None:
     """Why `data` is not a state file this version wrote, or None."""
     try:
-        jsonschema.validate(data, STATE_SCHEMA)
+        _check_state(data)
     except jsonschema.ValidationError as error:
         where = "/".join(map(str, error.absolute_path)) or "the top level"
         return f"{where}: {error.message[:200]}"

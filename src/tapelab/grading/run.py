@@ -209,8 +209,7 @@ class Coordinator(Outcomes):
                                         output_limit=self.options.output_limit)
         except sanitize.Invalid as error:
             return self._rejected(cand, "invalid_notebook", str(error))
-        release = self.course.release_notebook(cand.assignment, cand.notebook)
-        flags = prepared.flags + scan(_student_cells(prepared.nb, release))
+        flags = prepared.flags + scan(_student_cells(prepared.nb, prepared.release))
         return (key, digest, prepared, flags)
 
     def _prepared(self, cand: Candidate):

@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 from tapelab.errors import InfraError
 from tapelab.grading.course import Course
 from tapelab.grading.intake.stored import ensure_submission_files
-from tapelab.grading.records import atomic_write_text
+from tapelab.grading.records import atomic_write_text, schema_check
 
 __all__ = ["RESULT_SCHEMA", "MalformedResult", "executed_notebook", "record_submission", "record_ungraded",
            "save_grades", "explain", "review_note", "name_students", "scores",
@@ -44,6 +44,9 @@ RESULT_SCHEMA = {
 }
 
 
+_check_result = schema_check(RESULT_SCHEMA)
+
+
 class MalformedResult(InfraError, ValueError):
     """A worker result that is not what `worker.execute` returns; the message says where."""
 
@@ -51,7 +54,7 @@ class MalformedResult(InfraError, ValueError):
 def executed_notebook(result: object) -> NotebookNode | None:
     """The executed notebook of a worker result, None when it was not executed; raises MalformedResult."""
     try:
-        jsonschema.validate(result, RESULT_SCHEMA)
+        _check_result(result)
     except jsonschema.ValidationError as error:
         where = "/".join(map(str, error.absolute_path)) or "the result"
         raise MalformedResult(f"{where}: {error.message[:200]}") from None
@@ -174,12 +177,13 @@ def save_grades(course: Course, nb: NotebookNode, student: str, assignment: str,
     """
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                        SaveAutoGrades)
+    from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput
 
     resources = _resources(course, student, assignment, notebook)
-    for cls in (IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
-                CheckCellMetadata):
+    for cls in (IgnorePattern, ClearMetadataPreprocessor, LimitOutput):
+        nb, resources = cls(config=course.config)(nb, resources)
+    _save_auto_grades(course, nb, student, assignment, notebook)
+    for cls in (AssignLatePenalties, CheckCellMetadata):
         nb, resources = cls(config=course.config)(nb, resources)
     if review:
         with Gradebook(course.db_url) as gb:
@@ -193,6 +197,35 @@ def save_grades(course: Course, nb: NotebookNode, student: str, assignment: str,
     if stamp.is_file():
         atomic_write_text(target.parent / "timestamp.txt", stamp.read_bytes())
     return target
+
+
+def _save_auto_grades(course: Course, nb: NotebookNode, student: str, assignment: str, notebook: str) -> None:
+    """nbgrader's SaveAutoGrades step in one session and one commit: the same auto score and review mark of
+    every graded cell, and "No response." (or nothing) as the auto comment of every answer and task cell, as
+    its `_add_score` and `_add_comment` set them; it looks each one up and commits once per cell (on SQLite every
+    commit syncs the file: 198 of the 596 commits of a run of 18 submissions). The notebook's grades and comments are
+    now saved together or not at all."""
+    from nbgrader import utils
+    from nbgrader.api import BaseCell, Comment, Grade, Gradebook, MissingEntry
+    from traitlets.log import get_logger
+
+    with Gradebook(course.db_url) as gb:
+        submitted = gb.find_submission_notebook(notebook, assignment, student)
+        grades, comments = ({name: row for name, row in gb.db.query(BaseCell.name, kind).join(
+            kind, kind.cell_id == BaseCell.id).filter(kind.notebook_id == submitted.id)} for kind in (Grade, Comment))
+        for cell in nb.cells:
+            name = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if utils.is_grade(cell):
+                if (grade := grades.get(name)) is None:
+                    raise MissingEntry()
+                grade.auto_score, _ = utils.determine_grade(cell, get_logger())
+                grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+            if utils.is_solution(cell) or utils.is_task(cell):
+                if (comment := comments.get(name)) is None:
+                    raise MissingEntry()
+                unchanged = cell.metadata.nbgrader.get("checksum", None) == utils.compute_checksum(cell)
+                comment.auto_comment = "No response." if unchanged and not utils.is_task(cell) else None
+        gb.db.commit()
 
 
 def scores(course: Course, student: str, assignment: str, notebook: str) -> tuple[float, float]:

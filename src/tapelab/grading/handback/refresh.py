@@ -29,7 +29,7 @@ import jsonschema
 from tapelab.grading import hidden
 from tapelab.grading.handback import page as handback
 from tapelab.grading.course import Course
-from tapelab.grading.records import State, WriteFailed, atomic_write_text
+from tapelab.grading.records import State, WriteFailed, atomic_write_text, schema_check
 from tapelab.grading.grades.standings import submission_rows
 from tapelab.grading.intake.stored import SECRET_FILE, TIMESTAMP_FILE, nbgrader_timestamp
 
@@ -40,6 +40,7 @@ HANDBACK = "handback"  # the pages alone, to upload to an LMS (feedback/ also ho
 _SCHEMA = {"type": "object", "required": ["version", "pages"],
            "properties": {"version": {"const": 1},
                           "pages": {"type": "object", "additionalProperties": {"type": "string"}}}}
+_check_state = schema_check(_SCHEMA)
 _RENDERER_FILES = (handback.PAGE, Path(handback.__file__), Path(hidden.__file__))
 
 
@@ -159,7 +160,7 @@ def _load_state(path: Path) -> tuple[dict[str, str], str | None]:
     """The stored digests, and a note when the file exists but cannot be used."""
     try:
         data = json.loads(path.read_bytes())
-        jsonschema.validate(data, _SCHEMA)
+        _check_state(data)
     except FileNotFoundError:
         return {}, None
     except (OSError, ValueError, RecursionError, jsonschema.ValidationError) as error:

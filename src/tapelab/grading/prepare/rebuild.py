@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 import nbformat
 from nbformat import NotebookNode
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
+from nbformat.v4 import new_notebook
 from nbformat.v4.nbbase import random_cell_id
 
 __all__ = ["Rebuilt", "rebuild"]
 
-_NEW_CELL = {"code": new_code_cell, "markdown": new_markdown_cell, "raw": new_raw_cell}
+_EMPTY = {"code": {"execution_count": None, "outputs": []}, "markdown": {}, "raw": {}}  # a new cell's other fields
 _CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _FLAGS = ("grade", "solution", "locked", "task")
 
@@ -126,13 +126,15 @@ def _differences(submitted: NotebookNode, released: NotebookNode, gid: str, out:
 
 
 def _new_cell(kind: str, source: str, cell_id: str | None, metadata: dict, attachments=None) -> NotebookNode:
-    extra = {"id": cell_id} if cell_id else {}
+    """A cell as nbformat's `new_*_cell` makes it, without their schema check of each cell (a third of preparing a
+    submission): its parts come from notebooks already checked (the submission by `sanitize.read_notebook`, and
+    the release), and the notebook is checked whole on its way to the worker and back."""
+    cell = {"cell_type": kind, "metadata": copy.deepcopy(metadata), "source": source, **_EMPTY[kind]}
+    if cell_id:
+        cell["id"] = cell_id
     if attachments and kind != "code":
-        extra["attachments"] = copy.deepcopy(attachments)
-    cell = _NEW_CELL[kind](source, metadata=nbformat.from_dict(copy.deepcopy(metadata)), **extra)
-    if not cell_id:
-        del cell["id"]
-    return cell
+        cell["attachments"] = copy.deepcopy(attachments)
+    return nbformat.from_dict(cell)
 
 
 def _from_release(submitted: NotebookNode | None, released: NotebookNode, keep_attachments: bool) -> NotebookNode:
@@ -174,7 +176,7 @@ def rebuild(submitted: NotebookNode, release: NotebookNode, *, keep_attachments:
         if claimed not in released and any(_nbgrader(cell).get(key) for key in _FLAGS):
             out.flag(f"nbgrader metadata of a cell the release does not have (grade id {_short(claimed)}) "
                      "removed; the cell ran as an ordinary cell")
-        if cell.get("cell_type") not in _NEW_CELL:
+        if cell.get("cell_type") not in _EMPTY:
             continue  # an unknown cell type: nothing runs or renders it
         cell_id = cell.get("id")
         keep = with_ids and isinstance(cell_id, str) and _CELL_ID.match(cell_id) and cell_id not in used

@@ -57,6 +57,7 @@ class Prepared:
     # (salt, student) in a course with per-student variants: the worker pins the checks to that student's variant
     # (worker.pinned) before the kernel starts; None: every check tests the notebook's numbers.
     variant: tuple[str, str] | None = None
+    release: NotebookNode | None = None  # the released notebook it was rebuilt on (read once per submission)
 
 
 def read_notebook(raw: bytes) -> NotebookNode:
@@ -126,7 +127,8 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
 
     attachments, metadata = stored_bytes(nb)
     over = attachments + metadata > output_limit
-    built = rebuild(nb, course.release_notebook(assignment, notebook), keep_attachments=not over)
+    release = course.release_notebook(assignment, notebook)
+    built = rebuild(nb, release, keep_attachments=not over)
     resources = {"nbgrader": {"student": student, "assignment": assignment, "notebook": notebook,
                               "db_url": course.db_url}, "unique_key": notebook}
     result = built.nb
@@ -139,4 +141,4 @@ def prepare(course: Course, nb: NotebookNode, student: str, assignment: str, not
                           f"{assignment} --force` in the course folder) and grade again") from None
     salt = variants_salt(course.root)  # each check tests the variant of the student this submission's folder holds
     return Prepared(result, built.flags, built.tampered, _stripped(attachments, metadata, output_limit) if over else "",
-                    built.originals, None if salt is None else (salt, student))
+                    built.originals, None if salt is None else (salt, student), release)
