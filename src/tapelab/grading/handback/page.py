@@ -57,7 +57,6 @@ _SPACE = re.compile(r"\s+")
 _HIDDEN_NOTE = "[hidden test line removed]"
 _HIDDEN_FAILED = "A hidden test failed (its code and its message are not shown)."
 CACHED = 4096  # rendered markdown sources and highlighted code sources kept (the pages of a class share most)
-REMEMBERED_CHARS = 20_000  # HTML outputs up to this long are cleaned once per exporter (the checks' are far shorter)
 
 # -- hidden tests ------------------------------------------------------------------------------------
 
@@ -200,22 +199,14 @@ class InertNotebook(SanitizeHTML):
 
     def sanitize_html_tags(self, html_str: str) -> str:
         """bleach.clean with this policy; `data:` passes bleach's scheme check, then `_allowed_attribute`
-        keeps it for inline images only; an image left without a source shows its alt text. Remembered for a
-        short string: the checks' HTML outputs repeat within a page and across a class's pages."""
-        return self._remembered(html_str) if len(html_str) <= REMEMBERED_CHARS else self._clean(html_str)
-
-    def _clean(self, html_str: str) -> str:
+        keeps it for inline images only; an image left without a source shows its alt text."""
         clean = bleach.clean(html_str, tags=self.tags, attributes=self.attributes,
                              protocols=[*bleach.ALLOWED_PROTOCOLS, "data"], strip=self.strip,
                              strip_comments=self.strip_comments)
         return _IMAGE_TAG.sub(_alt_for_sourceless, clean)
 
-    @functools.cached_property
-    def _remembered(self):
-        return functools.lru_cache(maxsize=CACHED)(self._clean)
-
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-        roles = self._roles_of(resources)
+        roles = _roles(resources)
         clean = new_notebook(metadata={"language_info": {"name": "python"}})  # the course is Python
         for index, cell in enumerate(nb.cells):
             rebuilt = self._cell(cell, f"cell-{index}") if isinstance(cell, dict) else None
@@ -226,19 +217,6 @@ class InertNotebook(SanitizeHTML):
                 rebuilt.metadata["nbgrader"] = roles.pop(grade_id)  # pop: a copy gets no role
             clean.cells.append(rebuilt)
         return clean, resources
-
-    @functools.cached_property
-    def _read_roles(self) -> dict[tuple, dict]:
-        return {}
-
-    def _roles_of(self, resources: dict) -> dict[str, dict]:
-        """A copy of `_roles`, read once per notebook by this step (one per exporter: a run of `tapelab grade` or
-        `feedback`, nbgrader's generate_feedback): the instructor's notebook does not change while pages render."""
-        info = resources.get("nbgrader", {})
-        key = (info.get("db_url"), info.get("assignment"), info.get("notebook"))
-        if key not in self._read_roles:
-            self._read_roles[key] = _roles(resources)
-        return copy.deepcopy(self._read_roles[key])
 
     def _cell(self, cell: dict, cell_id: str) -> NotebookNode | None:
         source = _text(cell.get("source"))
