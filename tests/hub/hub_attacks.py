@@ -290,9 +290,10 @@ def test_class_5_a_stopped_server_leaves_no_process_of_its_user(hub) -> None:
             expect(page.locator("#start")).to_be_visible(timeout=TIMEOUT)
         finally:
             browser.close()
-    # The page shows Start once the hub answers the stop, which it may do while the stop is still under way (the
-    # hub answers a slow stop as pending): the spawner then interrupts, terminates and kills the server (up to 20 s
-    # on its own timeouts, longer on a loaded machine) and only then ends every other process of the user.
+    # The page shows Start once the hub answers the stop, which it does after 10 s while the stop is still under way
+    # (JupyterHub's slow_stop_timeout): the spawner then interrupts, terminates and kills the server (LocalProcess-
+    # Spawner waits up to 30 s after SIGINT, 30 s after SIGTERM, 5 s after SIGKILL) and only then ends every other
+    # process of the user.
     deadline = time.monotonic() + 120
     while processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.5)
