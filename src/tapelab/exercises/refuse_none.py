@@ -122,8 +122,9 @@ class RefuseNoneStep(Exercise):
                 raise Incorrect(f"Your `ValueError` says {message!r}: it names {', '.join(f'`{n}`' for n in short)}, "
                                 "but several layers have a variable of that name. Did you mean `v.path` "
                                 f"({_listed(missing)}), which tells them apart?", cause="name-not-path")
+            first = next(v.path for v in variables if v.path in none_paths)  # where a loop over them meets None
             named = [p for p in none_paths if p in message]
-            if named and _raises_in_loop(function_node(fn)):
+            if named == [first] and _raises_in_loop(function_node(fn)):
                 raise Incorrect(f"Your `ValueError` says {message!r}: it names {_listed(named)} but not "
                                 f"{_listed(missing)}. Your function raises inside its loop, so the first `None` "
                                 "ends the check before the others are found. Collect the path of every variable "
