@@ -297,4 +297,16 @@ def test_class_5_a_stopped_server_leaves_no_process_of_its_user(hub) -> None:
     deadline = time.monotonic() + 120
     while processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert processes_of(uid) == [], "processes of the student outlived the server"
+    left = processes_of(uid)
+    assert left == [], f"processes of the student outlived the server: {[_described(pid) for pid in left]}"
+
+
+def _described(pid: int) -> str:
+    """A process as the failure names it: pid, parent, state and command line (it may end while being read)."""
+    try:
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":\t" in line)
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return f"{pid} (ended)"
+    return f"{pid} parent {status.get('PPid', '?').strip()} {status.get('State', '?').strip()}: {command[:200]}"
