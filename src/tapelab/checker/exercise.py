@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from sys import audit as _audit  # bound at import: the grading guard re-imports tapelab before each check
 from typing import Any, Callable, Iterable
 
-from tapelab.checker import answers
+from tapelab.checker import answers, replay
 from tapelab.checker.code_facts import CodeFacts
 from tapelab.checker.expected import Expectations
 from tapelab.checker.departure import departure, function_node, reduced_axis
@@ -82,13 +82,29 @@ class Exercise:
         grader checks (tapelab.release_variants.pin), whatever variant the kernel was practising on.
         """
         __tracebackhide__ = True
+        show(self.outcome(answer, cases=cases, expected=expected, seed=seed))
+
+    def outcome(self, answer: Any = None, *, cases: Iterable | None = None, expected: dict | None = None,
+                seed: int | None = None) -> Message:
+        """`check` without showing anything: the Correct message, or the failure raised. In a grading kernel it
+        also records what the student's code returned, for the grader's judge (tapelab.checker.replay)."""
+        __tracebackhide__ = True
         self._pinned = None if seed is None else self.space.variant(seed)
+        recorded = replay.recording() and not replay.judging()
+        if recorded:
+            replay.begin(answer, self.answer)
+        failure = None
         try:
-            self._check(answer, cases, expected)
+            return self._check(answer, cases, expected)
+        except Feedback as raised:
+            failure = raised
+            raise
         finally:
             self._pinned = None
+            if recorded:
+                replay.end(failure)
 
-    def _check(self, answer: Any, cases: Iterable | None, expected: dict | None) -> None:
+    def _check(self, answer: Any, cases: Iterable | None, expected: dict | None) -> Message:
         __tracebackhide__ = True
         static, fn = StaticFacts(), None
         self._given = dict(expected or {})
@@ -109,12 +125,15 @@ class Exercise:
                 raise
             raise explained from None
         praise = self.praise if cases is None else f"also right on {len(chosen)} more inputs."
-        show(Message("correct", f"Exercise {self.number}{self.variant.label()}: {praise}", lint=static.findings))
+        return Message("correct", f"Exercise {self.number}{self.variant.label()}: {praise}", lint=static.findings)
 
     @property
     def variant(self) -> Variant:
         """The variant `check`, the hints and the solution speak about: a grader's, a practice one, the student's
-        own in a course with per-student variants, else the notebook's."""
+        own in a course with per-student variants, else the notebook's. A graded check (tapelab.checker.replay) reads
+        only the grader's seed or the notebook's numbers, as the grader's judge does."""
+        if self._pinned is None and replay.recording():  # graded: the test's seed or the notebook's numbers
+            return self.space.variant(None)
         return self._pinned or self._variant or self._own or self.space.variant(None)
 
     def task(self) -> None:
@@ -220,12 +239,17 @@ class Exercise:
         return self.run(lambda: fn(*args), f"Calling `{self.answer}({shown})`")
 
     def run(self, thunk: Callable[[], Any], doing: str) -> Call:
-        """Run student code (`thunk`) quietly; its exceptions become feedback that starts with `doing`."""
+        """Run student code (`thunk`) quietly; its exceptions become feedback that starts with `doing`.
+        In a grading kernel its outcome is recorded; in the grader's judge it is served from that record."""
         __tracebackhide__ = True
+        if replay.judging():
+            return Call(*replay.served())
+        returned = False
         try:
             with Quiet() as quiet:
                 try:
                     value = thunk()
+                    returned = True
                 except NotImplementedError as error:
                     if str(error) and "raise NotImplementedError" not in str(error):
                         # a library's own (TensorFlow's `numpy()` while tracing); the stub's own, re-raised by
@@ -247,6 +271,8 @@ class Exercise:
             # Under `tapelab grade`, the kernel's guard undoes anything the student's code patched
             # while it ran, before the result is compared; elsewhere this event has no listener.
             _audit("tapelab.guard.check")
+            if replay.recording():
+                replay.note_run(value, quiet.lines) if returned else replay.note_raised()
         return Call(value, quiet.lines)
 
     def _explain_error(self, error: Exception, doing: str) -> tuple[str, Explanation | None]:
@@ -261,7 +287,7 @@ class Exercise:
                           or translate(error, line, self._facts))
 
     def _lookup(self) -> Any:
-        namespace = _user_namespace()
+        namespace = replay.namespace() if replay.judging() else _user_namespace()
         if self.answer not in namespace:
             raise NotAttempted(
                 f"Exercise {self.number}: `{self.answer}` is not defined yet. "
