@@ -64,6 +64,10 @@ class Exercise:
     space: Space = Space()
     statement: str = ""
     fixed_because: str = ""
+    # The grader judges this check outside the student's kernel from its recorded runs (tapelab.checker.replay):
+    # true only for a check whose verdict reads nothing of the kernel but what `run` returns (no argument's state
+    # after a call, no stored expected values), shown by tests/checker/test_replay.py to give the same outcome.
+    replayable: bool = False
     _variant: Variant | None = None  # a practice variant, set by `new_variant`
     _own: Variant | None = None  # the student's own in a course with per-student variants (variants.course_variants)
     _pinned: Variant | None = None  # the variant a grader's `check(seed=...)` names, while that check runs
@@ -92,7 +96,7 @@ class Exercise:
         self._pinned = None if seed is None else self.space.variant(seed)
         recorded = replay.recording() and not replay.judging()
         if recorded:
-            replay.begin(answer, self.answer)
+            replay.begin(answer, self.answer, _user_namespace)
         failure = None
         try:
             return self._check(answer, cases, expected)

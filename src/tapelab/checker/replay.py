@@ -25,7 +25,7 @@ import math
 import os
 import types
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -174,9 +174,9 @@ class Record:
 _state: dict[str, Any] = {"records": [], "current": None, "judge": None, "namespace": {}}
 
 
-def begin(answer: Any, name: str) -> None:
-    """Kernel: a check starts on `answer` (None: looked up in the notebook under `name`)."""
-    _state["current"] = Record(answer=_describe(answer, name))
+def begin(answer: Any, name: str, namespace: Callable[[], dict]) -> None:
+    """Kernel: a check starts on `answer` (None: looked up under `name` in the notebook's `namespace()`)."""
+    _state["current"] = Record(answer=_describe(answer, name, namespace))
 
 
 def note_run(value: Any, logs: list[str]) -> None:
@@ -208,15 +208,12 @@ def taken() -> list[str]:
     return records
 
 
-def _describe(answer: Any, name: str) -> dict:
+def _describe(answer: Any, name: str, namespace: Callable[[], dict]) -> dict:
     if answer is None:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        namespace = shell.user_ns if shell is not None else {}
-        if name not in namespace:
+        found = namespace()
+        if name not in found:
             return {"missing": True}
-        answer = namespace[name]
+        answer = found[name]
     function = getattr(answer, "python_function", answer)  # a tf.function's own Python function
     code = getattr(function, "__code__", None)
     if not callable(answer) or not isinstance(code, types.CodeType):
