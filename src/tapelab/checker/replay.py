@@ -29,9 +29,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["Record", "Replayed", "decode", "encode", "judging", "recording", "stand_in"]
+__all__ = ["ENV", "Record", "Replayed", "decode", "encode", "judging", "recording", "stand_in"]
 
-_ENV = "TAPELAB_RECORD"
+ENV = "TAPELAB_RECORD"  # set in a grading kernel's environment (tapelab.grading.execution.worker)
 _REPR_LIMIT = 300
 
 
@@ -46,7 +46,7 @@ class Unreplayable(BaseException):
 
 def recording() -> bool:
     """True in a grading kernel: checks record their runs (tapelab.grading.execution sets the variable)."""
-    return os.environ.get(_ENV) == "1"
+    return os.environ.get(ENV) == "1"
 
 
 # -- values ---------------------------------------------------------------------------------------------

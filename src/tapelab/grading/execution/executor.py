@@ -19,6 +19,7 @@ hidden tests, and stopping.
 """
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import logging
@@ -35,6 +36,7 @@ from nbformat import NotebookNode
 
 from tapelab.grading.integrity import channel as guard_channel
 from tapelab.grading import hidden
+from tapelab.grading.execution.judge import RECORDS_EXPRESSION, Judge
 from tapelab.grading.execution.kernels import KernelStartError, SandboxKernelManager
 
 __all__ = ["GuardedClient", "is_test_cell"]
@@ -71,12 +73,15 @@ class GuardedClient(NotebookClient):
     untrusted) and `output_bytes`."""
 
     def __init__(self, nb: NotebookNode, km: SandboxKernelManager, *, cell_timeout: int,
-                 notebook_timeout: int, output_limit: int, guard: guard_channel.Session | None):
+                 notebook_timeout: int, output_limit: int, guard: guard_channel.Session | None,
+                 judge: Judge | None = None):
         super().__init__(nb, km=km, timeout=cell_timeout, allow_errors=True, record_timing=False,
                          shutdown_kernel="immediate", startup_timeout=min(120, notebook_timeout),
                          store_widget_state=False, log=_QUIET)
         self.cell_timeout, self.notebook_timeout = cell_timeout, notebook_timeout
-        self.output_limit, self.guard = output_limit, guard
+        self.output_limit, self.guard, self.judge = output_limit, guard, judge
+        self.judged_hidden: dict[int, list] = {}  # test cell -> the hidden calls the judge decides
+        self.unstepped = False  # a judged check ran with no guard step after it: the run ends with one
         self.deadline = 0.0
         self.output_bytes = self.messages = self.dropped = 0
         self.replies: dict[int, str] = {}
@@ -306,6 +311,8 @@ class GuardedClient(NotebookClient):
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
             self.index = index
+            if is_test_cell(cell) and await self._judged_cell(index, cell):
+                continue
             if not (self.guard is not None and is_test_cell(cell)):
                 await self._run_cell(cell, hidden.split(cell.source)[0] if is_test_cell(cell) else cell.source)
                 continue
@@ -320,6 +327,36 @@ class GuardedClient(NotebookClient):
                                            + "; ".join(after)))
                 self.facts["flags"].append(f"the check of cell {label} was void (scored 0): {'; '.join(after)}")
 
+    async def _judged_cell(self, index: int, cell: NotebookNode) -> bool:
+        """Run a test cell whose checks the judge decides (judge.Judge.plan): the kernel runs the visible part and
+        records; the judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
+        visible, hidden_code = hidden.split(cell.source)
+        calls = self.judge.plan(visible) if self.judge is not None else None
+        hidden_calls = self.judge.plan(hidden_code) if calls is not None else None
+        if calls is None or hidden_calls is None:
+            return False
+        self.judged_hidden[index] = hidden_calls
+        self.unstepped = self.guard is not None
+        await self._run_cell(cell, visible)
+        if not calls or self.replies[index] == "timed_out":
+            return True
+        verdict = self.judge.verdict(calls, await self._records())
+        if self.replies[index] == "ok" and not verdict.passed:
+            self.facts["flags"].append(f"the check of cell {self._label(index)} passed in the notebook's kernel but "
+                                       "not in the grader's judge (scored 0)")
+        cell.outputs = verdict.outputs
+        self.replies[index] = "ok" if verdict.passed else "error"
+        return True
+
+    async def _records(self) -> list[str]:
+        """The records of the checks the kernel ran since the last read (tapelab.checker.replay), [] if none came."""
+        reply = await self._execute("pass", expressions={"records": RECORDS_EXPRESSION})
+        try:
+            records = ast.literal_eval(reply["content"]["user_expressions"]["records"]["data"]["text/plain"])
+        except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+        return [r for r in records if isinstance(r, str)] if isinstance(records, list) else []
+
     async def _hidden_phase(self) -> None:
         """Each passed test cell's hidden part, in order; nothing they send is kept (only its size).
         A part during which the kernel dies, floods or runs out of time has failed."""
@@ -329,6 +366,10 @@ class GuardedClient(NotebookClient):
         parts = [(index, code) for index, code in parts if code]
         for number, (index, code) in enumerate(parts, 1):
             self.index = index
+            if index in self.judged_hidden:
+                await self._judged_hidden(index, self.judged_hidden[index])
+                stepped = False  # the kernel ran checks since the last step
+                continue
             try:
                 before = await self._guard_step() if self.guard is not None and not stepped else []
                 with self._clock("hidden"):
@@ -344,6 +385,20 @@ class GuardedClient(NotebookClient):
                                            f"{len(before)} patch(es) before and {len(after)} after them "
                                            "(any after: scored 0)")
             self._hidden_verdict(index, reply is not None and reply["content"].get("status") == "ok" and not after)
+        if self.unstepped:  # what the guard undid while judged checks ran, for review (the verdicts are the judge's)
+            self.facts["flags"] += [f"while the judged checks ran, undone: {f}" for f in await self._guard_step(False)]
+
+    async def _judged_hidden(self, index: int, calls: list) -> None:
+        """A judged cell's hidden part: the kernel runs its calls without their expected values; the judge decides."""
+        try:
+            with self._clock("hidden"):
+                reply = await self._execute("\n".join(call.source() for call in calls))
+            records = await self._records() if reply is not None else []
+        except _Stop:
+            self._hidden_verdict(index, False)
+            raise
+        self.facts["hidden_timed_out"] += reply is None
+        self._hidden_verdict(index, reply is not None and self.judge.verdict(calls, records).passed)
 
     def _hidden_verdict(self, index: int, passed: bool) -> None:
         self.hidden_passed[index] = passed

@@ -40,6 +40,7 @@ import tapelab
 from tapelab.grading.integrity import channel
 from tapelab.grading.execution import warm, zygote
 from tapelab.grading.execution.executor import GuardedClient
+from tapelab.grading.execution.judge import RECORD, Judge
 from tapelab.grading.execution.kernels import KernelStartError, SandboxKernelManager, kernel_env, kernel_sys_path
 from tapelab.grading.execution.sandbox import KERNEL_ARGS, Sandbox, Slot, probe, unavailable
 
@@ -117,9 +118,13 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         session = None
         if settings.restore_imports is not None:
             session = channel.Session(list(settings.restore_imports), list(kernel_sys_path()))
+        judge = Judge(list(settings.restore_imports)) if settings.restore_imports else None
         client = GuardedClient(nb, km, cell_timeout=min(settings.cell_timeout, timeout), notebook_timeout=timeout,
-                               output_limit=settings.output_limit, guard=session)
-        await client.run(cwd=str(slot.scratch), env=kernel_env(slot.scratch, sys.executable))
+                               output_limit=settings.output_limit, guard=session, judge=judge)
+        env = kernel_env(slot.scratch, sys.executable)
+        if judge is not None:
+            env[RECORD] = "1"  # the checks record their runs for the judge (tapelab.checker.replay)
+        await client.run(cwd=str(slot.scratch), env=env)
         return client, slot.uid
     finally:
         clock = time.monotonic()
