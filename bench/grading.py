@@ -50,7 +50,7 @@ TARGET = 4.0  # warm tapelab over stock sequential, on 2 cores (issue 21)
 SHARE = 0.85  # warm at least this share of the computed limit (issue 32)
 OVERHEAD = 0.9  # ... that is, at most this many seconds of a core per submission beyond its cells
 KERNEL_PHASES = {"kernel start": ("slot", "start"), "imports": ("prologue",), "cells": ("cells", "hidden"),
-                 "guard": ("guard",), "stop": ("stop",),
+                 "guard": ("guard",), "judge": ("judge",), "stop": ("stop",),
                  "pin": ("pin",)}  # per-student variants: the worker pins the checks (their expected values)
 COORDINATOR_PHASES = ("bookkeeping", "feedback")
 BARE_PHASES = ("kernel start", "imports", "cells", "stop")  # what any grader's kernel spends (the ceilings)

@@ -19,7 +19,6 @@ hidden tests, and stopping.
 """
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import logging
@@ -36,7 +35,7 @@ from nbformat import NotebookNode
 
 from tapelab.grading.integrity import channel as guard_channel
 from tapelab.grading import hidden
-from tapelab.grading.execution.judge import RECORDS_EXPRESSION, Judge
+from tapelab.grading.execution.judge import Judge, JudgedCells
 from tapelab.grading.execution.kernels import KernelStartError, SandboxKernelManager
 
 __all__ = ["GuardedClient", "is_test_cell"]
@@ -68,7 +67,7 @@ def _text(value: object, limit: int = 10_000) -> str:
     return (value if isinstance(value, str) else repr(value))[:limit]
 
 
-class GuardedClient(NotebookClient):
+class GuardedClient(JudgedCells, NotebookClient):
     """Runs the notebook; the outcome is in `facts`, `replies` (cell index -> ok, error, timed_out,
     untrusted) and `output_bytes`."""
 
@@ -91,7 +90,8 @@ class GuardedClient(NotebookClient):
         self.facts: dict = {"timed_out": False, "kernel_died": False, "output_limit": False, "flags": [],
                             "stopped_at": None, "hidden_failed": 0, "hidden_timed_out": 0, "hidden_not_run": 0,
                             "untrusted_checks": 0, "dropped_messages": 0,
-                            "timing": dict.fromkeys(("start", "prologue", "cells", "guard", "hidden", "stop"), 0.0)}
+                            "timing": dict.fromkeys(("start", "prologue", "cells", "guard", "hidden", "judge", "stop"),
+                                                      0.0)}
 
     @contextlib.contextmanager
     def _clock(self, phase: str):
@@ -327,36 +327,6 @@ class GuardedClient(NotebookClient):
                                            + "; ".join(after)))
                 self.facts["flags"].append(f"the check of cell {label} was void (scored 0): {'; '.join(after)}")
 
-    async def _judged_cell(self, index: int, cell: NotebookNode) -> bool:
-        """Run a test cell whose checks the judge decides (judge.Judge.plan): the kernel runs the visible part and
-        records; the judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
-        visible, hidden_code = hidden.split(cell.source)
-        calls = self.judge.plan(visible) if self.judge is not None else None
-        hidden_calls = self.judge.plan(hidden_code) if calls is not None else None
-        if calls is None or hidden_calls is None:
-            return False
-        self.judged_hidden[index] = hidden_calls
-        self.unstepped = self.guard is not None
-        await self._run_cell(cell, visible)
-        if not calls or self.replies[index] == "timed_out":
-            return True
-        verdict = self.judge.verdict(calls, await self._records())
-        if self.replies[index] == "ok" and not verdict.passed:
-            self.facts["flags"].append(f"the check of cell {self._label(index)} passed in the notebook's kernel but "
-                                       "not in the grader's judge (scored 0)")
-        cell.outputs = verdict.outputs
-        self.replies[index] = "ok" if verdict.passed else "error"
-        return True
-
-    async def _records(self) -> list[str]:
-        """The records of the checks the kernel ran since the last read (tapelab.checker.replay), [] if none came."""
-        reply = await self._execute("pass", expressions={"records": RECORDS_EXPRESSION})
-        try:
-            records = ast.literal_eval(reply["content"]["user_expressions"]["records"]["data"]["text/plain"])
-        except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
-            return []
-        return [r for r in records if isinstance(r, str)] if isinstance(records, list) else []
-
     async def _hidden_phase(self) -> None:
         """Each passed test cell's hidden part, in order; nothing they send is kept (only its size).
         A part during which the kernel dies, floods or runs out of time has failed."""
@@ -387,18 +357,6 @@ class GuardedClient(NotebookClient):
             self._hidden_verdict(index, reply is not None and reply["content"].get("status") == "ok" and not after)
         if self.unstepped:  # what the guard undid while judged checks ran, for review (the verdicts are the judge's)
             self.facts["flags"] += [f"while the judged checks ran, undone: {f}" for f in await self._guard_step(False)]
-
-    async def _judged_hidden(self, index: int, calls: list) -> None:
-        """A judged cell's hidden part: the kernel runs its calls without their expected values; the judge decides."""
-        try:
-            with self._clock("hidden"):
-                reply = await self._execute("\n".join(call.source() for call in calls))
-            records = await self._records() if reply is not None else []
-        except _Stop:
-            self._hidden_verdict(index, False)
-            raise
-        self.facts["hidden_timed_out"] += reply is None
-        self._hidden_verdict(index, reply is not None and self.judge.verdict(calls, records).passed)
 
     def _hidden_verdict(self, index: int, passed: bool) -> None:
         self.hidden_passed[index] = passed

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from nbformat import NotebookNode
 
+from tapelab.grading import hidden
 from tapelab.checker.replay import ENV as RECORD  # in a kernel whose environment has it, checks record their runs
 
-__all__ = ["RECORD", "RECORDS_EXPRESSION", "Judge", "Verdict"]
+__all__ = ["RECORD", "RECORDS_EXPRESSION", "Judge", "JudgedCells", "Verdict"]
 
 RECORDS_EXPRESSION = "__import__('tapelab.checker.replay', fromlist=['taken']).taken()"
 _LOCK = threading.Lock()  # a Dask worker runs executions in threads; the checker's replay state is one per process
@@ -107,3 +108,56 @@ class Judge:
 
 def _display(message) -> NotebookNode:
     return NotebookNode(output_type="display_data", data=message._repr_mimebundle_(), metadata={})
+
+
+class JudgedCells:
+    """The executor's part for judged test cells (mixed into executor.GuardedClient, whose methods it uses)."""
+
+    async def _judged_cell(self, index: int, cell: NotebookNode) -> bool:
+        """Run a test cell whose checks the judge decides (judge.Judge.plan): the kernel runs the visible part and
+        records; the judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
+        visible, hidden_code = hidden.split(cell.source)
+        if self.judge is None:
+            return False
+        with self._clock("judge"):  # the first plan of a worker process imports the exercises
+            calls = self.judge.plan(visible)
+            hidden_calls = self.judge.plan(hidden_code) if calls is not None else None
+        if calls is None or hidden_calls is None:
+            return False
+        self.judged_hidden[index] = hidden_calls
+        self.unstepped = self.guard is not None
+        await self._run_cell(cell, visible)
+        if not calls or self.replies[index] == "timed_out":
+            return True
+        records = await self._records()
+        with self._clock("judge"):
+            verdict = self.judge.verdict(calls, records)
+        if self.replies[index] == "ok" and not verdict.passed:
+            self.facts["flags"].append(f"the check of cell {self._label(index)} passed in the notebook's kernel but "
+                                       "not in the grader's judge (scored 0)")
+        cell.outputs = verdict.outputs
+        self.replies[index] = "ok" if verdict.passed else "error"
+        return True
+
+    async def _records(self) -> list[str]:
+        """The records of the checks the kernel ran since the last read (tapelab.checker.replay), [] if none came."""
+        reply = await self._execute("pass", expressions={"records": RECORDS_EXPRESSION})
+        try:
+            records = ast.literal_eval(reply["content"]["user_expressions"]["records"]["data"]["text/plain"])
+        except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+        return [r for r in records if isinstance(r, str)] if isinstance(records, list) else []
+
+    async def _judged_hidden(self, index: int, calls: list) -> None:
+        """A judged cell's hidden part: the kernel runs its calls without their expected values; the judge decides."""
+        try:
+            with self._clock("hidden"):
+                reply = await self._execute("\n".join(call.source() for call in calls))
+            records = await self._records() if reply is not None else []
+        except BaseException:  # the executor's stop (the kernel died, flooded or ran out of time)
+            self._hidden_verdict(index, False)
+            raise
+        self.facts["hidden_timed_out"] += reply is None
+        with self._clock("judge"):
+            passed = reply is not None and self.judge.verdict(calls, records).passed
+        self._hidden_verdict(index, passed)
