@@ -1,142 +1,217 @@
-"""The worker's judge: graded checks decided from the kernel's records, in a process student code never runs in.
+"""The grader's judge: graded checks decided from the kernel's records, in a process student code never runs in.
 
-A test cell is judged here when each statement of its visible part and of its hidden part is a call
+A test cell is judged when each statement of its visible part and of its hidden part is a call
 `exN_M.check(...)` with literal keyword arguments of an exercise marked `replayable`
 (tapelab.checker.replay). The kernel still runs the cell's checks, with TAPELAB_RECORD=1 in its
 environment, so that they call the student's functions and record what those returned; the executor
 then reads the records (`RECORDS_EXPRESSION`) and the judge runs each check again on them: its outcome
-is the cell's. The hidden part is sent to the kernel without its `expected=` values, which stay here.
+is the cell's. The hidden part reaches the kernel without its `expected=` values, which stay here.
 
-The judge's exercises are fresh instances of the classes the notebook's trusted imports name; the
-first judged cell of a worker process imports them (TensorFlow with them).
+Where the judge runs: with warm kernels, in a process the worker's zygote forks for it (`serve`; the
+zygote imported TensorFlow already, so the judge's first request imports only tapelab's exercises), one
+per worker process, kept for its life; with cold kernels, or when that fails, in the worker itself. Its
+exercises are fresh instances of the classes the notebook's trusted imports name.
 """
 from __future__ import annotations
 
 import ast
+import json
+import os
+import socket
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
-from nbformat import NotebookNode
+import nbformat
 
-from tapelab.grading import hidden
 from tapelab.checker.replay import ENV as RECORD  # in a kernel whose environment has it, checks record their runs
+from tapelab.grading import hidden
 
-__all__ = ["RECORD", "RECORDS_EXPRESSION", "Judge", "JudgedCells", "Verdict"]
+__all__ = ["RECORD", "RECORDS_EXPRESSION", "Judge", "JudgedCells", "Plan", "serve"]
 
 RECORDS_EXPRESSION = "__import__('tapelab.checker.replay', fromlist=['taken']).taken()"
-_LOCK = threading.Lock()  # a Dask worker runs executions in threads; the checker's replay state is one per process
-_MODULES: dict[tuple[str, ...], dict] = {}  # imports -> the names they bind, once per worker process
+_LOCK = threading.Lock()  # a Dask worker runs executions in threads: one request at a time per process
+_MODULES: dict[tuple[str, ...], dict] = {}  # imports -> the names they bind, once per process
+_REMOTE: dict[str, socket.socket] = {}  # "judge" -> this worker process's connection to its judge
 
 
+# -- in the judge's process --------------------------------------------------------------------------------
+def _exercises(imports: tuple[str, ...]) -> dict:
+    if imports not in _MODULES:
+        namespace: dict = {}
+        for statement in imports:
+            exec(statement, namespace)  # the instructor's tapelab imports (tapelab.grading.course.trusted_imports)
+        _MODULES[imports] = namespace
+    return _MODULES[imports]
+
+
+def _calls(imports: tuple[str, ...], source: str) -> list[tuple[str, dict]] | None:
+    """The `name.check(**kwargs)` calls of a test cell's part, or None when it is not judged."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    calls = []
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "check"
+                and isinstance(call.func.value, ast.Name) and not call.args
+                and all(k.arg is not None for k in call.keywords)):
+            return None
+        try:
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if not getattr(_exercises(imports).get(call.func.value.id), "replayable", False):
+            return None
+        calls.append((call.func.value.id, kwargs))
+    return calls
+
+
+def _kernel_source(name: str, kwargs: dict) -> str:
+    """The call as the kernel runs it: without `expected=`, whose values never enter the kernel."""
+    return f"{name}.check({', '.join(f'{k}={v!r}' for k, v in kwargs.items() if k != 'expected')})"
+
+
+def _answer(request: dict) -> dict:
+    """One request: {"op": "plan" | "verdict", "imports", "source", "records"} -> its answer (plain JSON)."""
+    from tapelab.checker import replay
+    from tapelab.checker.messages import Feedback
+
+    imports = tuple(str(i) for i in request["imports"])
+    calls = _calls(imports, str(request["source"]))
+    if request["op"] == "plan":
+        return {"kernel": None if calls is None else [_kernel_source(*call) for call in calls]}
+    records = [r for r in request["records"] if isinstance(r, str)]
+    mine = records[len(records) - len(calls):] if len(records) >= len(calls) else [None] * len(calls)
+    outputs: list = []
+    for (name, kwargs), record in zip(calls, mine):
+        outcome = replay.judge(type(_exercises(imports)[name])(), kwargs, record)
+        if isinstance(outcome, Feedback):
+            return {"passed": False, "outputs": [_display(outcome.box()), {
+                "output_type": "error", "ename": type(outcome).__name__, "evalue": str(outcome),
+                "traceback": [outcome.status_line()]}]}
+        outputs.append(_display(outcome))
+    return {"passed": True, "outputs": outputs}
+
+
+def _display(message) -> dict:
+    return {"output_type": "display_data", "data": message._repr_mimebundle_(), "metadata": {}}
+
+
+def serve(path: str, status: int) -> int:
+    """The judge process's life (forked by the worker's zygote): listen on `path`, say "ready" on `status`,
+    then answer its one connection's requests, a JSON line each, until it closes."""
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+    os.write(status, b"ready")
+    os.close(status)
+    connection, _ = server.accept()
+    server.close()
+    os.unlink(path)
+    for line in connection.makefile("rb"):
+        try:
+            answer = _answer(json.loads(line))
+        except Exception as error:  # a request this judge cannot answer: the worker judges in its own process
+            answer = {"error": f"{type(error).__name__}: {error}"}
+        connection.sendall(json.dumps(answer).encode() + b"\n")
+    return 0
+
+
+# -- in the worker -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Call:
-    """One `name.check(**kwargs)` statement of a test cell."""
+class Plan:
+    """A judged part of a test cell: its source (the judge's) and the code the kernel runs instead."""
 
-    name: str
-    kwargs: dict
+    source: str
+    kernel: list
 
-    def source(self) -> str:
-        """The call as the kernel runs it: without `expected=`, whose values never enter the kernel."""
-        args = ", ".join(f"{key}={value!r}" for key, value in self.kwargs.items() if key != "expected")
-        return f"{self.name}.check({args})"
+    def code(self) -> str:
+        return "\n".join(self.kernel)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A judged part: whether it passed, and the outputs its first failing check (or its last Correct) shows."""
-
     passed: bool
     outputs: list
 
 
 class Judge:
-    """The checks of one notebook, judged from records."""
+    """The checks of one notebook, judged from records: in the judge process `connect()` reaches (None, or a
+    failure to reach it: in this process)."""
 
-    def __init__(self, imports: list[str]):
-        self.imports = tuple(imports)
+    def __init__(self, imports: list[str], connect: Callable[[], socket.socket] | None = None):
+        self.imports, self.connect = list(imports), connect
+        self.where = ""  # where its last answer came from: "zygote" (a judge process) or "worker"
 
-    def _exercises(self) -> dict:
+    def _ask(self, request: dict) -> dict:
         with _LOCK:
-            if self.imports not in _MODULES:
-                namespace: dict = {}
-                for statement in self.imports:
-                    exec(statement, namespace)  # the instructor's tapelab imports (tapelab.grading.course)
-                _MODULES[self.imports] = namespace
-            return _MODULES[self.imports]
+            answer = self._remote(request) if self.connect is not None else None
+            self.where = "worker" if answer is None else "zygote"
+            return answer if answer is not None else _answer(request)
 
-    def plan(self, source: str) -> list[Call] | None:
-        """The calls of a test cell's part (an empty part: []), or None when it is not judged here."""
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            return None
-        calls = []
-        for statement in tree.body:
-            call = statement.value if isinstance(statement, ast.Expr) else None
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "check"
-                    and isinstance(call.func.value, ast.Name) and not call.args
-                    and all(k.arg is not None for k in call.keywords)):
-                return None
+    def _remote(self, request: dict) -> dict | None:
+        for _ in range(2):  # a judge that ended (its zygote restarted) is reached anew once
             try:
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                return None
-            if not getattr(self._exercises().get(call.func.value.id), "replayable", False):
-                return None
-            calls.append(Call(call.func.value.id, kwargs))
-        return calls
+                if "judge" not in _REMOTE:
+                    _REMOTE["judge"] = self.connect()
+                channel = _REMOTE["judge"]
+                channel.sendall(json.dumps(request).encode() + b"\n")
+                line = b""
+                while not line.endswith(b"\n"):
+                    chunk = channel.recv(1 << 20)
+                    if not chunk:
+                        raise OSError("the judge ended")
+                    line += chunk
+                answer = json.loads(line)
+                return None if "error" in answer else answer
+            except (OSError, ValueError, RuntimeError):
+                channel = _REMOTE.pop("judge", None)
+                if channel is not None:
+                    channel.close()
+        self.connect = None
+        return None
 
-    def verdict(self, calls: list[Call], records: list[str]) -> Verdict:
-        """Judge `calls` in order on the last records the kernel made (one per call); stop at the first failure."""
-        from tapelab.checker import replay
-        from tapelab.checker.messages import Feedback
+    def plan(self, source: str) -> Plan | None:
+        """The part `source` as the judge decides it, or None when it is not judged (it runs as before)."""
+        kernel = self._ask({"op": "plan", "imports": self.imports, "source": source})["kernel"]
+        return None if kernel is None else Plan(source, list(kernel))
 
-        mine = records[len(records) - len(calls):] if len(records) >= len(calls) else []
-        outputs: list = []
-        for index, call in enumerate(calls):
-            exercise = type(self._exercises()[call.name])()
-            with _LOCK:
-                outcome = replay.judge(exercise, call.kwargs, mine[index] if mine else None)
-            if isinstance(outcome, Feedback):
-                box = outcome.box()
-                return Verdict(False, [_display(box), NotebookNode(
-                    output_type="error", ename=type(outcome).__name__, evalue=str(outcome),
-                    traceback=[outcome.status_line()])])
-            outputs.append(_display(outcome))
-        return Verdict(True, outputs)
-
-
-def _display(message) -> NotebookNode:
-    return NotebookNode(output_type="display_data", data=message._repr_mimebundle_(), metadata={})
+    def verdict(self, plan: Plan, records: list[str]) -> Verdict:
+        """Judge the part's calls in order on the last records the kernel made (one per call)."""
+        answer = self._ask({"op": "verdict", "imports": self.imports, "source": plan.source, "records": records})
+        return Verdict(bool(answer["passed"]), [nbformat.from_dict(o) for o in answer["outputs"]])
 
 
 class JudgedCells:
     """The executor's part for judged test cells (mixed into executor.GuardedClient, whose methods it uses)."""
 
-    async def _judged_cell(self, index: int, cell: NotebookNode) -> bool:
-        """Run a test cell whose checks the judge decides (judge.Judge.plan): the kernel runs the visible part and
-        records; the judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
-        visible, hidden_code = hidden.split(cell.source)
+    async def _judged_cell(self, index: int, cell) -> bool:
+        """Run a test cell whose checks the judge decides: the kernel runs the visible part and records; the
+        judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
         if self.judge is None:
             return False
-        with self._clock("judge"):  # the first plan of a worker process imports the exercises
-            calls = self.judge.plan(visible)
-            hidden_calls = self.judge.plan(hidden_code) if calls is not None else None
-        if calls is None or hidden_calls is None:
+        visible, hidden_code = hidden.split(cell.source)
+        with self._clock("judge"):  # the first plan of a judge imports the exercises
+            plan = self.judge.plan(visible)
+            hidden_plan = self.judge.plan(hidden_code) if plan is not None else None
+        if plan is None or hidden_plan is None:
             return False
-        self.judged_hidden[index] = hidden_calls
+        self.judged_hidden[index] = hidden_plan
         self.unstepped = self.guard is not None
         await self._run_cell(cell, visible)
-        if not calls or self.replies[index] == "timed_out":
+        if not plan.kernel or self.replies[index] == "timed_out":
             return True
         records = await self._records()
         with self._clock("judge"):
-            verdict = self.judge.verdict(calls, records)
+            verdict = self.judge.verdict(plan, records)
         if self.replies[index] == "ok" and not verdict.passed:
             self.facts["flags"].append(f"the check of cell {self._label(index)} passed in the notebook's kernel but "
                                        "not in the grader's judge (scored 0)")
         cell.outputs = verdict.outputs
         self.replies[index] = "ok" if verdict.passed else "error"
+        self.facts["judged_by"] = self.judge.where
         return True
 
     async def _records(self) -> list[str]:
@@ -148,16 +223,16 @@ class JudgedCells:
             return []
         return [r for r in records if isinstance(r, str)] if isinstance(records, list) else []
 
-    async def _judged_hidden(self, index: int, calls: list) -> None:
+    async def _judged_hidden(self, index: int, plan: Plan) -> None:
         """A judged cell's hidden part: the kernel runs its calls without their expected values; the judge decides."""
         try:
             with self._clock("hidden"):
-                reply = await self._execute("\n".join(call.source() for call in calls))
+                reply = await self._execute(plan.code())
             records = await self._records() if reply is not None else []
         except BaseException:  # the executor's stop (the kernel died, flooded or ran out of time)
             self._hidden_verdict(index, False)
             raise
         self.facts["hidden_timed_out"] += reply is None
         with self._clock("judge"):
-            passed = reply is not None and self.judge.verdict(calls, records).passed
+            passed = reply is not None and self.judge.verdict(plan, records).passed
         self._hidden_verdict(index, passed)

@@ -39,7 +39,7 @@ from tapelab.grading.execution import zygote as zygote_module
 from tapelab.grading.execution.kernels import KernelStartError, kernel_env
 from tapelab.grading.execution.sandbox import KERNEL_ARGS, Slot
 
-__all__ = ["ForkedProcess", "ForkedProvisioner", "Zygote", "ZygoteError", "current", "provisioner", "stop"]
+__all__ = ["ForkedProcess", "ForkedProvisioner", "Zygote", "ZygoteError", "current", "judge", "provisioner", "stop"]
 
 START_SECONDS = 180  # for the zygote's imports, on a loaded machine
 ANSWER_SECONDS = zygote_module.SETUP_SECONDS + 30
@@ -157,6 +157,14 @@ def current(python: str = sys.executable, preload: tuple[str, ...] = zygote_modu
             _failed.append(str(error))
             raise
         return _zygotes[preload]
+
+
+def judge(preload: tuple[str, ...] = zygote_module.PRELOAD) -> socket.socket:
+    """A connection to a judge forked by this worker process's zygote (tapelab.grading.execution.judge.serve)."""
+    answer = current(preload=preload).ask({"op": "judge"})
+    channel = socket.socket(socket.AF_UNIX)
+    channel.connect(answer["path"])
+    return channel
 
 
 def stop() -> None:

@@ -118,7 +118,11 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         session = None
         if settings.restore_imports is not None:
             session = channel.Session(list(settings.restore_imports), list(kernel_sys_path()))
-        judge = Judge(list(settings.restore_imports)) if settings.restore_imports else None
+        judge = None
+        if settings.restore_imports:  # the checks' verdicts: in a judge the zygote forks (warm), else here
+            preload = zygote.preload_for(settings.packages)
+            judge = Judge(list(settings.restore_imports),
+                          functools.partial(warm.judge, preload) if kernel == "warm" else None)
         client = GuardedClient(nb, km, cell_timeout=min(settings.cell_timeout, timeout), notebook_timeout=timeout,
                                output_limit=settings.output_limit, guard=session, judge=judge)
         env = kernel_env(slot.scratch, sys.executable)

@@ -7,6 +7,8 @@ kernels need (`preload_for`: TensorFlow's set for a notebook that uses it, else 
 TensorFlow op, then answers one JSON line per request:
 - {"op": "spawn", ...}: fork a kernel for one sandbox slot; answer {"pid": P} (the middle process,
   see `_middle`) once the kernel is isolated and about to start ipykernel, or {"error": why};
+- {"op": "judge"}: fork the grader's judge (tapelab.grading.execution.judge), a process no student code
+  reaches, which then imports what it needs without a second TensorFlow import; answer {"pid": P, "path": its socket};
 - {"op": "reap", "pid": P}: wait for that child; answer {"status": its exit code}.
 End of file on the socket (the worker is gone) ends it, its home folder removed; its children die with it
 (parent-death signals).
@@ -55,6 +57,7 @@ LIGHT = ("numpy", *KERNEL_START)  # for a notebook that imports none of USES_TEN
 USES_TENSORFLOW = frozenset({"tensorflow", "keras", "tapelab"})  # tapelab's exercises import TensorFlow
 SETUP_SECONDS = 60  # for a child to isolate itself
 CONTEXT_MODULE = "tensorflow.python.eager.context"
+JUDGE = "tapelab.grading.execution.judge"  # imported in the judge's process only, after its fork
 _CLONE = {"mount": 0x00020000, "ipc": 0x08000000, "net": 0x40000000, "pid": 0x20000000}
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
@@ -225,7 +228,9 @@ def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
     _send(control, {"ready": ready})
     for request in _lines(control):
         try:
-            answer = _spawn(request) if request["op"] == "spawn" else {"status": _reap(request["pid"])}
+            op = request["op"]
+            answer = (_spawn(request) if op == "spawn" else _judge() if op == "judge"
+                      else {"status": _reap(request["pid"])})
         except Exception as error:
             answer = {"error": f"{type(error).__name__}: {error}"}
         _send(control, answer)
@@ -249,17 +254,37 @@ def _read_until_closed(fd: int, seconds: float) -> bytes:
 
 def _spawn(request: dict) -> dict:
     """Fork the middle process of one kernel; its pid once the kernel is isolated, or why not."""
+    return _forked(lambda status: _middle(request, status), "the kernel could not be isolated: ")
+
+
+def _judge() -> dict:
+    """Fork the grader's judge (tapelab.grading.execution.judge.serve), which no student code ever reaches: it
+    listens on a socket in the zygote's home (the worker's user alone can enter it); its pid and that path."""
+    _state["judges"] = _state.get("judges", 0) + 1
+    path = os.path.join(os.environ["HOME"], f"judge-{_state['judges']}.sock")
+
+    def judge(status: int) -> int:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != _state["pid"]:
+            return 1
+        return importlib.import_module(JUDGE).serve(path, status)
+    answer = _forked(judge, "the judge could not start: ")
+    return {**answer, "path": path} if "pid" in answer else answer
+
+
+def _forked(body, failure: str) -> dict:
+    """Fork a child that runs `body(status)` and writes "ready" to `status` once set up; its pid then, or why not."""
     problem = _fork_problem({0, 1, 2, _state["control"].fileno()})
     if problem:
         return {"error": f"the zygote refused to fork: {problem}"}
     status_read, status_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        def middle() -> int:
+        def child() -> int:
             os.close(status_read)
             _state["control"].close()
-            return _middle(request, status_write)
-        _child(middle, status_write)
+            return body(status_write)
+        _child(child, status_write)
     os.close(status_write)
     status = _read_until_closed(status_read, SETUP_SECONDS)
     os.close(status_read)
@@ -267,8 +292,7 @@ def _spawn(request: dict) -> dict:
         return {"pid": pid}
     os.kill(pid, signal.SIGKILL)
     _reap(pid)
-    return {"error": "the kernel could not be isolated: " + (status.decode(errors="replace").strip()
-                                                             or "its process ended first")}
+    return {"error": failure + (status.decode(errors="replace").strip() or "its process ended first")}
 
 
 def _child(body, status: int) -> None:
