@@ -22,8 +22,6 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-import nbformat
-
 from tapelab.checker.replay import ENV as RECORD  # in a kernel whose environment has it, checks record their runs
 from tapelab.grading import hidden
 
@@ -180,8 +178,10 @@ class Judge:
 
     def verdict(self, plan: Plan, records: list[str]) -> Verdict:
         """Judge the part's calls in order on the last records the kernel made (one per call)."""
+        from nbformat import from_dict  # here: the judge's process never imports nbformat (jsonschema takes seconds)
+
         answer = self._ask({"op": "verdict", "imports": self.imports, "source": plan.source, "records": records})
-        return Verdict(bool(answer["passed"]), [nbformat.from_dict(o) for o in answer["outputs"]])
+        return Verdict(bool(answer["passed"]), [from_dict(o) for o in answer["outputs"]])
 
 
 class JudgedCells:
