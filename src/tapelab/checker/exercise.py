@@ -121,7 +121,10 @@ class Exercise:
             static = StaticFacts.of(fn)
             chosen = list(self.visible_cases if cases is None else cases)
             for case in chosen:
-                self.check_case(fn, case, facts)
+                try:
+                    self.check_case(fn, case, facts)
+                except replay.Withheld:  # graded: the rest of this case needs values only the grader's judge holds
+                    continue
         except Feedback as failure:  # the box and the JSON name the exercise, whoever raised it
             explained = self._departed(vetted(static.explain(failure, self._facts), self._facts, self.remedies), fn)
             explained.exercise = failure.exercise or self.number

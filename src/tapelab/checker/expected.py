@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from tapelab.checker import replay
+
 __all__ = ["Expectations", "MissingExpectation", "decode", "encode", "references", "stored"]
 
 _PACKAGE = "tapelab.exercises"
@@ -110,6 +112,8 @@ class Expectations:
         if self._data is not None and name in self._data:
             return decode(self._data[name])
         found = references()
+        if found is None and replay.recording():  # a graded check: the judge holds these values, the kernel never
+            raise replay.Withheld()
         if found is None and self.variant:
             raise MissingExpectation(
                 f"Exercise {self.number}{self.variant} has no expected values here: your numbers are your own, and "

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ENV", "Record", "Replayed", "decode", "encode", "judging", "recording", "stand_in"]
+__all__ = ["ENV", "Record", "Replayed", "Withheld", "decode", "encode", "judging", "recording", "stand_in"]
 
 ENV = "TAPELAB_RECORD"  # set in a grading kernel's environment (tapelab.grading.execution.worker)
 _REPR_LIMIT = 300
@@ -38,6 +38,11 @@ _REPR_LIMIT = 300
 class Replayed(BaseException):
     """Raised in the judge where the recorded run raised: the check ends with the failure the kernel showed.
     A BaseException, so no check's `except Exception` (or `except Incorrect`) handles it as the student's."""
+
+
+class Withheld(BaseException):
+    """Raised in a grading kernel where a check needs an expected value only the grader holds (a hidden case's):
+    the check goes on with its next case, so that the kernel records every case's runs for the judge."""
 
 
 class Unreplayable(BaseException):
