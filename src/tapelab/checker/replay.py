@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import keyword
 import linecache
 import math
 import os
@@ -74,7 +75,7 @@ def encode(value: Any) -> Any:
         found = _tf_value(value)
         if found is not None:
             return found
-    return {"object": type(value).__name__, "repr": _short_repr(value)}
+    return {"object": type(value).__name__, "repr": _short_repr(value), "callable": callable(value)}
 
 
 def _array(array: np.ndarray) -> dict:
@@ -129,8 +130,7 @@ def _decode(data: Any) -> Any:
         array = _from_array(data["numpy"])
         return array[()] if data.get("scalar") else array
     if "object" in data:
-        name, shown = str(data["object"]), str(data["repr"])
-        return type(name, (), {"__repr__": lambda self: shown, "__module__": "student"})()
+        return _object(str(data["object"]), bool(data.get("callable")), str(data["repr"]))
     import tensorflow as tf
 
     if "variable" in data:
@@ -254,37 +254,36 @@ def served() -> tuple[Any, list[str]]:
 
 
 def stand_in(answer: dict) -> Any:
-    """Judge: the answer as the checks read it, from its record: a function compiled from its source but never
-    run (its source readable by `inspect`), an object of a class of the recorded name, or None when missing."""
+    """Judge: the answer as the checks read it, from its record, or None when it was missing. A function's stand-in
+    reads as the student's to `inspect` (its file's recorded text, its name and first line) but is compiled from a
+    body of our own, so no student code can ever run here; anything else is an object of a class of the recorded
+    name."""
     if answer.get("missing") is True:
         return None
     if "type" in answer:
-        members = {"__call__": lambda self, *a, **k: None} if answer.get("callable") else {}
-        return type(str(answer["type"]), (), {**members, "__module__": "student"})()
-    filename, text, name, line = (str(answer["file"]), str(answer["text"]), str(answer["name"]),
-                                  int(answer["line"]))
+        return _object(str(answer["type"]), bool(answer.get("callable")))
+    filename, text, name, line = (str(answer["file"]), str(answer["text"]), str(answer["name"]), int(answer["line"]))
+    if not (name.isidentifier() and not keyword.iskeyword(name) and 1 <= line <= text.count("\n") + 1):
+        return _object("function", True)  # a lambda, or a record no kernel writes
     try:
-        module = compile(text, filename, "exec", dont_inherit=True)
+        module = compile("\n" * (line - 1) + f"def {name}(*args, **kwargs):\n    raise Unreplayable('a stand-in')\n",
+                         filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
-        module = None
-    code = _find_code(module, name, line) if module is not None else None
-    if code is None:
-        return type("function", (), {"__call__": lambda self, *a, **k: None, "__module__": "student"})()
+        return _object("function", True)
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    closure = tuple(types.CellType() for _ in code.co_freevars)
-    function = types.FunctionType(code, {"__name__": "__main__", "__builtins__": {}}, name, None, closure)
-    return function
+    code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    return types.FunctionType(code, {"__builtins__": {}, "Unreplayable": Unreplayable}, name)
 
 
-def _find_code(code: types.CodeType, name: str, line: int) -> types.CodeType | None:
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            if const.co_name == name and const.co_firstlineno == line:
-                return const
-            found = _find_code(const, name, line)
-            if found is not None:
-                return found
-    return None
+def _object(name: str, callable_: bool, shown: str | None = None) -> Any:
+    """An object of a class named `name` whose repr is `shown` (callable when the recorded one was: a call
+    raises Unreplayable, since a check calls the student's objects only through `Exercise.run`)."""
+    def refuse(self, *args, **kwargs):
+        raise Unreplayable("a stand-in is never called")
+    members = {"__module__": "student", **({"__call__": refuse} if callable_ else {})}
+    if shown is not None:
+        members["__repr__"] = lambda self: shown
+    return type(name, (), members)()
 
 
 def namespace() -> dict:
