@@ -51,8 +51,8 @@ def _feedback(cell) -> list[dict]:
 @pytest.fixture(scope="module")
 def graded():
     return {"reference": _run(_solution()), "returns-y": _run(_solution(RETURNS_Y)),
-            "forged": _run(_solution(extra="import tapelab.checker.replay as r\n"
-                                           "r.taken = lambda: ['{\"answer\": {}, \"runs\": [{\"value\": {\"x\": 1}}]}']")),
+            "forged": _run(_solution(extra="import tapelab.checker.replay as r\nr.taken = lambda: "
+                                           "['{\"answer\": {}, \"runs\": [{\"value\": {\"x\": 1}}]}']")),
             "cold": _run(_solution(RETURNS_Y), kernels="cold")}
 
 
@@ -97,3 +97,20 @@ def test_the_hidden_part_reaches_the_kernel_without_its_expected_values():
                                     "ex9_9.check()", "import os"])
 def test_a_part_the_judge_cannot_read_runs_as_before(source):
     assert Judge(list(IMPORTS)).plan(source) is None
+
+
+def test_a_judge_that_ends_while_deciding_fails_that_check_and_is_started_anew_once():
+    """A record the judge's process does not survive costs the check (JudgeFailed), never the worker."""
+    import socket
+
+    started = []
+
+    def connect() -> socket.socket:
+        ours, theirs = socket.socketpair()
+        theirs.close()  # a judge that ends as soon as it is asked
+        started.append(ours)
+        return ours
+    judge = Judge(list(IMPORTS), connect)
+    verdict = judge.verdict(Judge(list(IMPORTS)).plan("ex1_1.check()"), ["{}"])
+    assert not verdict.passed and [o.ename for o in verdict.outputs] == ["JudgeFailed"], verdict
+    assert len(started) == 2 and judge.where == "zygote"

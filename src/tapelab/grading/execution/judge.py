@@ -31,6 +31,10 @@ RECORDS_EXPRESSION = "__import__('tapelab.checker.replay', fromlist=['taken']).t
 _LOCK = threading.Lock()  # a Dask worker runs executions in threads: one request at a time per process
 _MODULES: dict[tuple[str, ...], dict] = {}  # imports -> the names they bind, once per process
 _REMOTE: dict[str, socket.socket] = {}  # "judge" -> this worker process's connection to its judge
+_DIED = {"passed": False, "outputs": [{"output_type": "error", "ename": "JudgeFailed", "evalue": (
+    "the grader's judge stopped twice while deciding this check from what your code returned, so it counts as "
+    "failed; your instructor is told to look at it"),
+    "traceback": ["JudgeFailed: the grader could not judge this check"]}]}
 
 
 # -- in the judge's process --------------------------------------------------------------------------------
@@ -150,11 +154,15 @@ class Judge:
             return answer if answer is not None else _answer(request)
 
     def _remote(self, request: dict) -> dict | None:
-        for _ in range(2):  # a judge that ended (its zygote restarted) is reached anew once
+        """The judge process's answer; None when none can be reached (then this process judges). A judge that
+        ends while answering (a record it cannot survive) is started anew once; then the answer is `_DIED`."""
+        for _ in range(2):
             try:
-                if "judge" not in _REMOTE:
-                    _REMOTE["judge"] = self.connect()
-                channel = _REMOTE["judge"]
+                channel = _REMOTE.get("judge") or _REMOTE.setdefault("judge", self.connect())
+            except (OSError, RuntimeError):  # the zygote cannot fork a judge (RuntimeError: ZygoteError)
+                self.connect = None
+                return None
+            try:
                 channel.sendall(json.dumps(request).encode() + b"\n")
                 line = b""
                 while not line.endswith(b"\n"):
@@ -163,17 +171,14 @@ class Judge:
                         raise OSError("the judge ended")
                     line += chunk
                 answer = json.loads(line)
-                return None if "error" in answer else answer
-            except (OSError, ValueError, RuntimeError):
-                channel = _REMOTE.pop("judge", None)
-                if channel is not None:
-                    channel.close()
-        self.connect = None
-        return None
+                return _DIED if "error" in answer else answer
+            except (OSError, ValueError):
+                _REMOTE.pop("judge").close()
+        return _DIED
 
     def plan(self, source: str) -> Plan | None:
         """The part `source` as the judge decides it, or None when it is not judged (it runs as before)."""
-        kernel = self._ask({"op": "plan", "imports": self.imports, "source": source})["kernel"]
+        kernel = self._ask({"op": "plan", "imports": self.imports, "source": source}).get("kernel")
         return None if kernel is None else Plan(source, list(kernel))
 
     def verdict(self, plan: Plan, records: list[str]) -> Verdict:
@@ -206,7 +211,10 @@ class JudgedCells:
         records = await self._records()
         with self._clock("judge"):
             verdict = self.judge.verdict(plan, records)
-        if self.replies[index] == "ok" and not verdict.passed:
+        if any(o.get("ename") == "JudgeFailed" for o in verdict.outputs):
+            self.facts["flags"].append(f"the grader's judge stopped on the check of cell {self._label(index)}: "
+                                       "review it by hand (scored 0)")
+        elif self.replies[index] == "ok" and not verdict.passed:
             self.facts["flags"].append(f"the check of cell {self._label(index)} passed in the notebook's kernel but "
                                        "not in the grader's judge (scored 0)")
         cell.outputs = verdict.outputs
