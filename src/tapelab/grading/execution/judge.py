@@ -28,6 +28,7 @@ from tapelab.grading import hidden
 __all__ = ["RECORD", "RECORDS_EXPRESSION", "Judge", "JudgedCells", "Plan", "serve"]
 
 RECORDS_EXPRESSION = "__import__('tapelab.checker.replay', fromlist=['taken']).taken()"
+ANSWER_SECONDS = 120  # for one answer of the judge's process (a check's own computations take well under a second)
 _LOCK = threading.Lock()  # a Dask worker runs executions in threads: one request at a time per process
 _MODULES: dict[tuple[str, ...], dict] = {}  # imports -> the names they bind, once per process
 _REMOTE: dict[str, socket.socket] = {}  # "judge" -> this worker process's connection to its judge
@@ -162,6 +163,7 @@ class Judge:
             except (OSError, RuntimeError):  # the zygote cannot fork a judge (RuntimeError: ZygoteError)
                 self.connect = None
                 return None
+            channel.settimeout(ANSWER_SECONDS)  # a judge stuck on a record is a judge that ended
             try:
                 channel.sendall(json.dumps(request).encode() + b"\n")
                 line = b""
