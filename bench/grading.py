@@ -1,6 +1,7 @@
 """Stock `nbgrader autograde` against `tapelab grade` (cold kernels, warm kernels, on Dask), on the same submissions.
 
-    python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock]
+    python bench/grading.py [--students 12] [--notebooks 01_basic_tape ...] [--jobs N] [--no-stock] [--no-cold]
+                            [--no-dask]
                             [--scores FILE]   (every graded cell's score per run, as JSON: two checkouts compared)
                             [--per-student]   (a course whose students each have their own variants)
 
@@ -241,6 +242,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader (the slowest part)")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask run")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold run (a class of 12 x 6: the warm one alone)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
     parser.add_argument("--per-student", action="store_true",
                         help="each student their own variants (no stock run: it cannot pin a student's variant)")
@@ -256,7 +258,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="tapelab-bench-"))
     loads = [os.getloadavg()[0]]
     try:
-        runs = ["cold", "warm"] + ([] if args.no_dask else ["dask"])
+        runs = ([] if args.no_cold else ["cold"]) + ["warm"] + ([] if args.no_dask else ["dask"])
         courses = {name: root / name for name in ["stock", *runs]}
         inbox = root / "inbox"
         print(f"preparing a course with {', '.join(notebooks)} (load average {loads[0]:.1f} on "
@@ -300,7 +302,7 @@ def main() -> int:
                   flush=True)
             graded["stock"] = scores(courses["stock"], students, notebooks)
         print(summary)
-        print_phases({k: records[k] for k in ("cold", "warm")})
+        print_phases({k: records[k] for k in ("cold", "warm") if k in records})
         print()
         for name in runs:
             ratio = f"{walls['stock'] / walls[name]:.2f}x over stock" if "stock" in walls else "stock not run"
