@@ -96,7 +96,7 @@ class Exercise:
         self._pinned = None if seed is None else self.space.variant(seed)
         recorded = replay.recording() and not replay.judging()
         if recorded:
-            replay.begin(answer, self.answer, _user_namespace)
+            replay.begin(self.number, answer, self.answer, _user_namespace)
         failure = None
         try:
             return self._check(answer, cases, expected)

@@ -163,9 +163,11 @@ class Record:
     answer: dict = field(default_factory=dict)
     runs: list = field(default_factory=list)
     failure: dict | None = None
+    exercise: str = ""  # the exercise number of the check that recorded it
 
     def to_json(self) -> str:
-        return json.dumps({"answer": self.answer, "runs": self.runs, "failure": self.failure})
+        return json.dumps({"exercise": self.exercise, "answer": self.answer, "runs": self.runs,
+                           "failure": self.failure})
 
     @classmethod
     def from_json(cls, text: str) -> "Record":
@@ -173,15 +175,16 @@ class Record:
         if not (isinstance(data, dict) and isinstance(data.get("answer"), dict) and isinstance(data.get("runs"), list)):
             raise Unreplayable("the record has an unknown form")
         failure = data.get("failure")
-        return cls(data["answer"], data["runs"], failure if isinstance(failure, dict) else None)
+        return cls(data["answer"], data["runs"], failure if isinstance(failure, dict) else None,
+                   str(data.get("exercise", "")))
 
 
 _state: dict[str, Any] = {"records": [], "current": None, "judge": None, "namespace": {}}
 
 
-def begin(answer: Any, name: str, namespace: Callable[[], dict]) -> None:
-    """Kernel: a check starts on `answer` (None: looked up under `name` in the notebook's `namespace()`)."""
-    _state["current"] = Record(answer=_describe(answer, name, namespace))
+def begin(exercise: str, answer: Any, name: str, namespace: Callable[[], dict]) -> None:
+    """Kernel: exercise `exercise`'s check starts on `answer` (None: looked up under `name` in `namespace()`)."""
+    _state["current"] = Record(answer=_describe(answer, name, namespace), exercise=exercise)
 
 
 def note_run(value: Any, logs: list[str]) -> None:
@@ -298,7 +301,7 @@ def judge(exercise: Any, kwargs: dict, text: str | None) -> Any:
 
     try:
         record = Record.from_json(text) if text is not None else None
-        if record is None:
+        if record is None or record.exercise != exercise.number:
             raise Unreplayable("no record of this check came from the notebook")
         answer = stand_in(record.answer)
         _state["namespace"] = {} if answer is None else {exercise.answer: answer}

@@ -210,9 +210,8 @@ class JudgedCells:
         await self._run_cell(cell, visible)
         if not plan.kernel or self.replies[index] == "timed_out":
             return True
-        records = await self._records()
         with self._clock("judge"):
-            verdict = self.judge.verdict(plan, records)
+            verdict = self.judge.verdict(plan, await self._records())
         if any(o.get("ename") == "JudgeFailed" for o in verdict.outputs):
             self.facts["flags"].append(f"the grader's judge stopped on the check of cell {self._label(index)}: "
                                        "review it by hand (scored 0)")
@@ -238,7 +237,8 @@ class JudgedCells:
         try:
             with self._clock("hidden"):
                 reply = await self._execute(plan.code())
-            records = await self._records() if reply is not None else []
+            with self._clock("judge"):
+                records = await self._records() if reply is not None else []
         except BaseException:  # the executor's stop (the kernel died, flooded or ran out of time)
             self._hidden_verdict(index, False)
             raise
