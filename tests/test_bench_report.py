@@ -10,8 +10,8 @@ _spec = importlib.util.spec_from_file_location("bench_grading", REPO / "bench" /
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-TIMING = {"slot": 0.1, "start": 0.9, "prologue": 0.5, "cells": 3.0, "hidden": 1.0, "guard": 2.0, "stop": 0.5,
-          "pin": 0.25}
+TIMING = {"slot": 0.1, "start": 0.9, "prologue": 0.5, "cells": 3.0, "hidden": 1.0, "guard": 2.0, "judge": 0.4,
+          "stop": 0.5, "pin": 0.25}
 RECORD = {
     "executions": [{"notebook": "01", "timing": TIMING, "seconds": 8.0},
                    {"notebook": "01", "timing": {**TIMING, "cells": 5.0}, "seconds": 10.0}],
@@ -39,7 +39,8 @@ def test_ceilings_leave_out_only_the_guard_and_feedback(capsys):
 def test_overhead_is_every_phase_but_the_cells_per_submission(capsys):
     bench.print_overhead(RECORD)
     out = capsys.readouterr().out
-    # per submission: start 1.0, imports 0.5, guard 2.0, stop 0.5, pin 0.25 (the worker's, per-student variants),
-    # bookkeeping 1.0, feedback 3.0; the cells and hidden tests (4 and 6 s) are not overhead
-    assert ("kernel start 1.00, imports 0.50, guard 2.00, stop 0.50, pin 0.25, bookkeeping 1.00, feedback 3.00; "
-            "in all 8.25" in out), out
+    # per submission: start 1.0, imports 0.5, guard 2.0, judge 0.4 (the checks decided outside the kernel), stop 0.5,
+    # pin 0.25 (the worker's, per-student variants), bookkeeping 1.0, feedback 3.0; the cells and hidden tests (4 and
+    # 6 s) are not overhead
+    assert ("kernel start 1.00, imports 0.50, guard 2.00, judge 0.40, stop 0.50, pin 0.25, bookkeeping 1.00, "
+            "feedback 3.00; in all 8.65" in out), out

@@ -30,6 +30,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from tapelab.causes import CAUSES
+from tapelab.checker.messages import Feedback, Incorrect, NotAttempted
+
 __all__ = ["ENV", "Record", "Replayed", "Withheld", "decode", "encode", "judging", "recording", "stand_in"]
 
 ENV = "TAPELAB_RECORD"  # set in a grading kernel's environment (tapelab.grading.execution.worker)
@@ -297,8 +300,6 @@ def namespace() -> dict:
 def judge(exercise: Any, kwargs: dict, text: str | None) -> Any:
     """Judge: the outcome of `exercise.check(**kwargs)` on the kernel's record `text` (JSON; None: no record
     came): the Correct `Message`, or the failure (a Feedback) the student is shown."""
-    from tapelab.checker.messages import Feedback, Incorrect, NotAttempted
-
     try:
         record = Record.from_json(text) if text is not None else None
         if record is None or record.exercise != exercise.number:
@@ -330,6 +331,4 @@ def _text(value: Any) -> str:
 
 def _cause(code: Any) -> str | None:
     """A recorded cause code when the catalogue knows it (the kernel is the student's: it may send anything)."""
-    from tapelab.causes import CAUSES
-
     return code if isinstance(code, str) and code in CAUSES else None
