@@ -5,17 +5,22 @@ A run executes the notebook's setup cell, the answer cell (with its source regis
 hidden part, with `tapelab.checker.exercise._user_namespace` pointed at that namespace (as
 tests/exercises/test_checkers.py does). Like nbgrader, the test cell fails on any exception and
 on any output to stderr; an error in the answer cell itself is recorded but not graded.
+
+`grade_twice` grades an answer as a student sees it under `tapelab grade` (the checks recording, TAPELAB_RECORD=1)
+and as the grader's judge does from those records alone (tapelab.checker.replay), to compare the two.
 """
 from __future__ import annotations
 
+import ast
 import io
+import os
 import re
 import signal
 import threading
 import time
 import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -23,11 +28,12 @@ import nbformat
 import tapelab.checker.exercise
 from answers import define, exercise_named
 from course import grade_cell_of
+from tapelab.checker import replay
 from tapelab.checker.messages import Feedback, NotAttempted
 from tapelab.paths import SOLUTIONS
 from tapelab.quiet import StderrFd
 
-__all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade"]
+__all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade", "grade_twice"]
 
 TIMEOUT = 120  # seconds, nbgrader's per-cell timeout in grader/nbgrader_config.py
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*$")
@@ -142,6 +148,68 @@ def grade(exercise: Exercise, code: str, label: str, timeout: float | None = TIM
         except _Timeout:
             return Verdict("timeout", "", f"no result after {timeout} s", answer_error, time.perf_counter() - started)
     return Verdict("passed", "", "", answer_error, time.perf_counter() - started)
+
+
+def grade_twice(exercise: Exercise, code: str, label: str, timeout: float | None = TIMEOUT,
+                seed: int | None = None) -> tuple[Verdict, Verdict]:
+    """(live, judged): `code` graded through the test cell with the checks recording (the outcome the student
+    sees under `tapelab grade`), then each of the cell's `exN_M.check(...)` calls judged in order by
+    `replay.judge` on a fresh checker from the records the live run left (the grader's outcome). A `seed` is
+    written into the cell's check calls of an exercise that varies, as `tapelab.release_variants.pin` does: a
+    recording check reads no practice variant."""
+    if seed is not None:
+        exercise = replace(exercise, visible=_seeded(exercise.visible, seed), hidden=_seeded(exercise.hidden, seed))
+    replay.taken()  # the records of earlier checks in this process are no part of this answer's
+    saved = os.environ.get("TAPELAB_RECORD")
+    os.environ["TAPELAB_RECORD"] = "1"
+    try:
+        live = grade(exercise, code, label, timeout)
+        records = replay.taken()
+    finally:
+        if saved is None:
+            del os.environ["TAPELAB_RECORD"]
+        else:
+            os.environ["TAPELAB_RECORD"] = saved
+    with redirect_stdout(io.StringIO()), _deadline(timeout):
+        try:
+            return live, _judged(exercise, iter(records))
+        except _Timeout:
+            return live, Verdict("timeout", "", f"no judgement after {timeout} s")
+
+
+def _judged(exercise: Exercise, records) -> Verdict:
+    """The test cell's outcome from the records alone: the first check call the judge fails, or passed."""
+    for part, source in (("visible", exercise.visible), ("hidden", exercise.hidden)):
+        for name, kwargs in _check_calls(source):
+            found = replay.judge(type(exercise_named(name))(), kwargs, next(records, None))
+            if isinstance(found, NotAttempted):
+                return Verdict("not_attempted", part, str(found))
+            if isinstance(found, Feedback):
+                return Verdict("incorrect", part, str(found), cause=found.cause)
+    return Verdict("passed", "", "")
+
+
+def _check_calls(source: str) -> list[tuple[str, dict]]:
+    """(exercise name, keyword arguments) of each `exN_M.check(...)` call of a test part, in order."""
+    calls = [node for node in ast.walk(ast.parse(source)) if _is_check(node)]
+    if any(call.args for call in calls):
+        raise HarnessError("a check call of the test cell passes a positional argument")
+    return [(call.func.value.id, {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+            for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]
+
+
+def _seeded(source: str, seed: int) -> str:
+    """`source` with `seed=` added to each check call of an exercise that varies."""
+    tree = ast.parse(source)
+    for call in ast.walk(tree):
+        if _is_check(call) and exercise_named(call.func.value.id).space.varies:
+            call.keywords.append(ast.keyword("seed", ast.Constant(seed)))
+    return ast.unparse(tree) + "\n" if source.strip() else source
+
+
+def _is_check(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"
+            and isinstance(node.func.value, ast.Name) and re.fullmatch(r"ex\d+_\d+", node.func.value.id) is not None)
 
 
 def _run_test_part(source: str, test_id: str, namespace: dict) -> tuple[str, str, str | None]:

@@ -10,7 +10,7 @@ judge's outcome is the cell's. Student code can then change only what its own fu
 could write anyway: a patched checker, NumPy or TensorFlow in the kernel changes nothing the judge computes;
 a record that does not fit the check (too few calls, forged data) fails the check.
 
-Values travel as JSON (`encode`, `decode`): None, booleans, numbers (NaN and infinities too), strings,
+Values travel as JSON (`encode`, `decode`): None, booleans, numbers (NaN and infinities too), strings, bytes,
 lists, tuples, dicts with string keys, NumPy arrays and scalars, tensors, variables and IndexedSlices keep
 their type, dtype and shape; any other object becomes an instance of a class of its name whose repr is
 the one recorded.
@@ -67,6 +67,8 @@ def encode(value: Any) -> Any:
         return value
     if type(value) is float:
         return value if math.isfinite(value) else {"float": repr(value)}
+    if type(value) is bytes:
+        return {"bytes": base64.b64encode(value).decode()}
     if type(value) in (list, tuple):
         return {type(value).__name__: [encode(v) for v in value]}
     if type(value) is dict and all(isinstance(k, str) for k in value):
@@ -123,6 +125,8 @@ def _decode(data: Any) -> Any:
         raise Unreplayable("a recorded value has an unknown form")
     if "float" in data:
         return float(data["float"])
+    if "bytes" in data:
+        return base64.b64decode(data["bytes"], validate=True)
     if "list" in data:
         return [_decode(v) for v in data["list"]]
     if "tuple" in data:

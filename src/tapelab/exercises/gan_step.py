@@ -111,6 +111,7 @@ def _distinct(values) -> bool:
 class GanStep(TapeExercise):
     number = "4.6"
     answer = "gan_step"
+    replayable = True  # every read of the kernel's state after a call goes through `run`
     # What the student writes: the loss (binary cross-entropy on logits or least squares) and the label of the
     # real samples in the discriminator's loss (one-sided label smoothing; 0.9 in the text).
     space = Space(default=_TEXT, draws={"form": lambda rng: str(rng.choice(sorted(_FORMS))),
@@ -148,7 +149,8 @@ class GanStep(TapeExercise):
         real, z = _data(seed, batch, noise_dim)
         shown = f"generator, discriminator, SGD({g_lr}), SGD({d_lr}), real, z (a batch of {batch})"
         call = self.call(fn, g, d, keras.optimizers.SGD(g_lr), keras.optimizers.SGD(d_lr), real, z, shown=shown)
-        g_after, d_after = _weights((g, d))
+        # read in a run: the grader's judge is served the weights the kernel read (tapelab.checker.replay)
+        g_after, d_after = self.run(lambda: _weights((g, d)), "Reading both models' weights after your step").value
         slip_pair = []  # built when the first slip is asked for: a right answer needs none
 
         def slipped(slip, part):

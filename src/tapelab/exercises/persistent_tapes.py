@@ -180,6 +180,13 @@ class _Tracked:
         return float(self.weight * np.sum(x * x))
 
 
+def _left(f: _Tracked, x: tf.Variable) -> tuple[int, np.ndarray, int]:
+    """After the student's call: how many of `f`'s intermediates are still alive, `x`'s value, and how many were
+    alive when `f` was called again."""
+    gc.collect()
+    return f.live(), x.numpy(), f.held_at_next_call
+
+
 def _times(mu: float) -> str:
     """`mu * ` as code writes it before a term, nothing for 1."""
     return "" if mu == 1 else f"{mu:g} * "
@@ -188,6 +195,7 @@ def _times(mu: float) -> str:
 class TwoGradientsAndRelease(_TapeExercise):
     number = "4.2"
     answer = "two_gradients_and_release"
+    replayable = True  # every read of the kernel's state after a call goes through `run`
     # The weight mu of the penalty's gradient in the step, lr * (dloss_dx + mu * dpenalty_dx) (1 in the text).
     space = Space(default={"mu": 1}, draws={"mu": lambda rng: float(rng.choice([0.25, 0.5, 1.5, 2, 3]))},
                   wording={"mu_times": lambda v: _times(v["mu"])})
@@ -212,8 +220,10 @@ class TwoGradientsAndRelease(_TapeExercise):
         f = _Tracked(target, weight)
         call = self.call(fn, f, x, lr, shown=f"f, x=tf.Variable({fmt(x0)}), lr={lr}")
         got = call.value
-        gc.collect()
-        alive_after_return = f.live()
+        # what the call left in the kernel (the intermediates alive, `x`, those alive at `f`'s second call) is read
+        # in a run, so that the grader's judge is served it (tapelab.checker.replay)
+        alive_after_return, x_after, held_at_next_call = self.run(
+            lambda: _left(f, x), "Reading `x` and what your tape still holds after your function returned").value
 
         dloss = numeric_gradient(f.numpy_loss, x0)
         dpenalty = numeric_gradient(f.numpy_penalty, x0)
@@ -239,17 +249,17 @@ class TwoGradientsAndRelease(_TapeExercise):
             if problem:
                 raise problem
         step = (1e-4, 1e-4)  # rtol, atol: `x` and the loss after a float32 step
-        problem = wrong_value("x", x1, x.numpy(), [
+        problem = wrong_value("x", x1, x_after, [
             Alternative("x before the step", x0, "no-update", "`x` did not move. Did you call `x.assign_sub(...)`?"),
             Alternative("a step uphill", x0 + lr * (dloss + mu * dpenalty), "uphill-step",
                         "You stepped uphill. Did you use `assign_add` instead of `assign_sub`?"),
         ], otherwise=self.variant.fill("Did you step by `lr * (dloss_dx + ${mu_times}dpenalty_dx)`?"),
             rtol=step[0], atol=step[1])
         moved = combination({"dloss_dx": dloss, "dpenalty_dx": dpenalty}, {"dloss_dx": lr, "dpenalty_dx": lr * mu},
-                            x0 - x.numpy(), "your step (`x` before minus `x` after)", *step, rate=lr) \
+                            x0 - x_after, "your step (`x` before minus `x` after)", *step, rate=lr) \
             if problem and problem.cause is None else None
         if moved is not None:
-            raise Incorrect(f"{mismatch(x1, x.numpy(), 'x', *step)} {moved[1]}", cause=moved[0])
+            raise Incorrect(f"{mismatch(x1, x_after, 'x', *step)} {moved[1]}", cause=moved[0])
         if problem:
             raise problem
         problem = wrong_value("new_loss", f.numpy_loss(x1), got[2], [Alternative(
@@ -259,10 +269,10 @@ class TwoGradientsAndRelease(_TapeExercise):
         if problem:
             raise problem
         self._reject_gradient_inside_with(facts, call.logs)
-        if f.held_at_next_call:
+        if held_at_next_call:
             raise Incorrect(
                 f"Your values are right, but when you called `f` the second time your persistent tape was still "
-                f"alive and held {f.held_at_next_call} intermediates of the first call. Did you `del tape` "
+                f"alive and held {held_at_next_call} intermediates of the first call. Did you `del tape` "
                 "right after the `gradient` calls?", cause="tape-not-released")
         if alive_after_return:
             raise Incorrect(

@@ -45,6 +45,7 @@ def make_warmup_step(model, optimizer):
 class WarmupStep(Exercise):
     number = "2.7"
     answer = "make_warmup_step"
+    replayable = True  # every read of the kernel's state after a call goes through `run`
     # The warm-up's length w (3 in the notebook's text): call t scales the gradients by min(1, t / w). The checker
     # makes w + 2 calls, so the scale reaches 1 and stays there for two calls.
     space = Space(default={"w": 3}, draws={"w": lambda rng: int(rng.choice([2, 4, 5]))})
@@ -66,12 +67,18 @@ class WarmupStep(Exercise):
     )
 
     def _made(self, fn, model, shown):
-        step = self.call(fn, model, keras.optimizers.SGD(learning_rate=_LR), shown=shown).value
-        if not callable(step):
+        # what the check asks of `step` is read in the factory's run, and the weights in each call's: the grader's
+        # judge has only a stand-in for `step` and the model as built, and is served what the kernel read
+        # (tapelab.checker.replay)
+        optimizer = keras.optimizers.SGD(learning_rate=_LR)
+        step, is_callable, compiled = self.run(
+            lambda: (lambda made: (made, callable(made), hasattr(made, "experimental_get_tracing_count")))(
+                fn(model, optimizer)), f"Calling `{self.answer}({shown})`").value
+        if not is_callable:
             raise Incorrect(f"`make_warmup_step` returned {'`None`' if step is None else 'a `' + type(step).__name__ + '`'}"
                             ", but should return the compiled function `step(x, y)`. Did you end with `return step`?",
                             cause="no-return" if step is None else None)
-        if not hasattr(step, "experimental_get_tracing_count"):
+        if not compiled:
             raise Incorrect("`make_warmup_step` returned a plain Python function. Keep `@tf.function` on `step`: "
                             "the exercise is about what a compiled step keeps between calls.", cause="not-compiled")
         return step
@@ -84,10 +91,15 @@ class WarmupStep(Exercise):
         for call in range(1, calls + 1):
             x = rng.normal(size=(rows, features)).astype(np.float32)
             y = rng.uniform(-1.0, 2.0, size=(rows, 1)).astype(np.float32)
-            before = [v.numpy().copy() for v in model.trainable_variables]
-            returned = self.run(lambda: step(tf.constant(x), tf.constant(y)), f"Calling `step` (call {call}, on {shown})")
-            self._loss_returned(returned.value, seed, features, before, x, y, call)
-            moved = np.concatenate([(b - v.numpy()).ravel() for b, v in zip(before, model.trainable_variables)])
+
+            def called():
+                before = [v.numpy().copy() for v in model.trainable_variables]
+                value = step(tf.constant(x), tf.constant(y))
+                return before, value, [v.numpy() for v in model.trainable_variables]
+
+            before, value, after = self.run(called, f"Calling `step` (call {call}, on {shown})").value
+            self._loss_returned(value, seed, features, before, x, y, call)
+            moved = np.concatenate([(b - a).ravel() for b, a in zip(before, after)])
             grad = _LR * np.concatenate([g.ravel() for g in mse_gradients(seed, features, before, x, y)])
             big = np.abs(grad) > 1e-3
             scale = float(np.median(moved[big] / grad[big])) if big.any() else 0.0
