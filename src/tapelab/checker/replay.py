@@ -92,7 +92,8 @@ def _tf_value(value: Any) -> dict | None:
     import tensorflow as tf
 
     if isinstance(value, tf.Variable):
-        return {"variable": _array(value.numpy()), "dtype": value.dtype.name, "trainable": bool(value.trainable)}
+        return {"variable": _array(value.numpy()), "dtype": value.dtype.name, "trainable": bool(value.trainable),
+                "name": value.name}
     if isinstance(value, tf.IndexedSlices):
         return {"slices": [encode(value.values), encode(value.indices), encode(value.dense_shape)]}
     if tf.is_tensor(value) and hasattr(value, "numpy") and value.dtype.is_numpy_compatible \
@@ -142,7 +143,7 @@ def _decode(data: Any) -> Any:
 
     if "variable" in data:
         return tf.Variable(_from_array(data["variable"]), dtype=tf.as_dtype(data["dtype"]),
-                           trainable=bool(data["trainable"]))
+                           trainable=bool(data["trainable"]), name=str(data.get("name", "Variable")).rsplit(":", 1)[0])
     if "tensor" in data:
         return tf.constant(_from_array(data["tensor"]), dtype=tf.as_dtype(data["dtype"]))
     if "slices" in data:
