@@ -77,6 +77,7 @@ def _fresh_step(build, lr):
 
 class TrainEpochs(Exercise):
     number = "2.4"
+    replayable = True
     answer = "train_epochs"
     fixed_because = ("`train_epochs` is a loop for any `step`, `dataset`, `epochs` and `metric` it is given and holds "
                      "no numbers of its own, so only the test's inputs could change, not what you write; the one "
@@ -109,7 +110,9 @@ class TrainEpochs(Exercise):
                                 "and call `step(x, y)`.", cause="batch-not-unpacked") from None
             raise
         n_batches = int(dataset.cardinality())
-        self._check_calls(recorder.calls, n_batches, epochs)
+        calls, resets, updates = self.run(lambda: (recorder.calls, metric.resets, metric.updates),
+                                          "Reading how your loop used `step` and the metric").value
+        self._check_calls(calls, n_batches, epochs)
         batch_losses = self.expect(spec)["batch losses"]
         expected = [float(np.mean(e)) for e in batch_losses]
         if got is None:
@@ -124,9 +127,9 @@ class TrainEpochs(Exercise):
                         "metric-not-reset", "Each mean includes the epochs before it. Did you call "
                         "`metric.reset_state()` at the start of each epoch?"),
             Alternative("reset per batch", [e[-1] for e in batch_losses], "reset-per-batch",
-                        f"Each value is the epoch's last batch loss, and the metric was reset {metric.resets} times "
+                        f"Each value is the epoch's last batch loss, and the metric was reset {resets} times "
                         f"in {epochs} epochs: inside the batch loop. Reset once per epoch, before its batches.")
-            if metric.resets >= epochs * n_batches else
+            if resets >= epochs * n_batches else
             Alternative("last batch loss", [e[-1] for e in batch_losses], "batch-loss-reported",
                         "Each value is the epoch's last batch loss, not the mean over its batches. Report the "
                         "metric's `result()` after the epoch's batches, not the loss of its last step."),
@@ -134,7 +137,7 @@ class TrainEpochs(Exercise):
                         "result-per-batch", "That is one running mean per batch. Did you append "
                         "`metric.result()` inside the batch loop? Append it once per epoch, after the batches."),
         )
-        if metric.updates == epochs * n_batches:  # it was fed every loss, so a mean of 0 means it was emptied
+        if updates == epochs * n_batches:  # it was fed every loss, so a mean of 0 means it was emptied
             alternatives += (Alternative(
                 "reset before result", [0.0] * epochs, "reset-before-result",
                 "Every mean is 0, although the metric received every batch loss: it was empty when you read it. "
@@ -145,9 +148,9 @@ class TrainEpochs(Exercise):
                               "once per epoch?", _RTOL, _ATOL)
         if problem:
             raise problem
-        if metric.updates != epochs * n_batches:
+        if updates != epochs * n_batches:
             fresh = facts.found and facts.calls_to("Mean")
-            raise Incorrect(f"Your means are right, but the `metric` you were given received {metric.updates} of "
+            raise Incorrect(f"Your means are right, but the `metric` you were given received {updates} of "
                             f"the {epochs * n_batches} batch losses."
                             + (" Did you create a new `keras.metrics.Mean()`? Use the one you were given, and "
                                "reset it with `metric.reset_state()` at the start of each epoch." if fresh else
