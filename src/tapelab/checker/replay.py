@@ -11,9 +11,9 @@ could write anyway: a patched checker, NumPy or TensorFlow in the kernel changes
 a record that does not fit the check (too few calls, forged data) fails the check.
 
 Values travel as JSON (`encode`, `decode`): None, booleans, numbers (NaN and infinities too), strings, bytes,
-lists, tuples, dicts with string keys, NumPy arrays and scalars, tensors, variables and IndexedSlices keep
-their type, dtype and shape; any other object becomes an instance of a class of its name whose repr is
-the one recorded.
+lists, tuples, dicts with string keys, NumPy arrays and scalars, tensors, variables (TensorFlow's and Keras')
+and IndexedSlices keep their type, dtype and shape; any other object becomes an instance of a class of its name
+whose repr is the one recorded.
 """
 from __future__ import annotations
 
@@ -89,16 +89,21 @@ def _array(array: np.ndarray) -> dict:
 
 
 def _tf_value(value: Any) -> dict | None:
+    import keras
     import tensorflow as tf
 
     if isinstance(value, tf.Variable):
         return {"variable": _array(value.numpy()), "dtype": value.dtype.name, "trainable": bool(value.trainable),
                 "name": value.name}
+    if isinstance(value, keras.Variable):  # a layer's weight (its dtype a name, not a tf.DType), not a tf.Variable
+        return {"keras_variable": _array(np.asarray(value.numpy())), "dtype": str(value.dtype),
+                "trainable": bool(value.trainable), "name": value.name}
     if isinstance(value, tf.IndexedSlices):
         return {"slices": [encode(value.values), encode(value.indices), encode(value.dense_shape)]}
-    if tf.is_tensor(value) and hasattr(value, "numpy") and value.dtype.is_numpy_compatible \
-            and value.dtype != tf.string:
-        return {"tensor": _array(value.numpy()), "dtype": value.dtype.name}
+    dtype = getattr(value, "dtype", None)
+    if tf.is_tensor(value) and hasattr(value, "numpy") and isinstance(dtype, tf.DType) and dtype.is_numpy_compatible \
+            and dtype != tf.string:
+        return {"tensor": _array(value.numpy()), "dtype": dtype.name}
     return None
 
 
@@ -144,6 +149,11 @@ def _decode(data: Any) -> Any:
     if "variable" in data:
         return tf.Variable(_from_array(data["variable"]), dtype=tf.as_dtype(data["dtype"]),
                            trainable=bool(data["trainable"]), name=str(data.get("name", "Variable")).rsplit(":", 1)[0])
+    if "keras_variable" in data:
+        import keras
+
+        return keras.Variable(_from_array(data["keras_variable"]), dtype=tf.as_dtype(data["dtype"]).name,
+                              trainable=bool(data["trainable"]), name=str(data.get("name", "variable")))
     if "tensor" in data:
         return tf.constant(_from_array(data["tensor"]), dtype=tf.as_dtype(data["dtype"]))
     if "slices" in data:

@@ -139,6 +139,7 @@ def _plus(c: float) -> str:
 
 class TwoSteps(Exercise):
     number = "5.3"
+    replayable = True
     remedies = {"persistent": (
         'Each step needs the loss recorded after the previous update: open a new `tf.GradientTape()` inside'
         " the loop, around that step's loss."),
@@ -216,7 +217,8 @@ two steps."""
             raise problem
         made = " Your code makes a new `tf.Variable` and updates that one; the caller's `w` never sees it." \
             if facts.calls_to("Variable") else ""
-        problem = wrong_value("w after two steps", w_after, w, [Alternative(
+        updated = self.run(lambda: w, "Reading `w` after `two_steps`").value  # the caller's variable, as left
+        problem = wrong_value("w after two steps", w_after, updated, [Alternative(
             "w never updated", np.float64(w0), "no-update",
             f"`w` is still its start value: the variable you were given was never updated.{made} Update it in "
             "place: `w.assign_sub(lr * grad)`.")], otherwise=per_step)

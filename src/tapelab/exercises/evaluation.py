@@ -51,6 +51,7 @@ def _model(seed: int) -> keras.Model:
 
 class ValidationLoss(Exercise):
     number = "6.6"
+    replayable = True
     answer = "evaluate"
     # What is averaged over every row: the squared error in the notebook's text; drawn, the absolute error, or the
     # squared error with one square root of the mean at the end (`root`, the root mean squared error).
@@ -82,12 +83,14 @@ may change. The test's model has `BatchNormalization` and `Dropout`."""
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
         sizes = [len(x[i:i + batch]) for i in range(0, len(x), batch)]
         before = [v.numpy().copy() for v in model.variables]
+        # The model as the case built it gives the expected predictions itself, before your code has it.
+        diffs = [y[i:i + batch] - to_numpy(model(x[i:i + batch], training=False)) for i in range(0, len(x), batch)]
         shown = f"model, a dataset of {len(x)} rows in batches of {'+'.join(map(str, sizes))}"
         got = self.call(fn, model, dataset, shown=shown).value
-        self._check_model_unchanged(model, before, shown)
+        after = self.run(lambda: [(v.trainable, v.numpy()) for v in model.variables],
+                         "Reading the model's variables after `evaluate`").value
+        self._check_model_unchanged(model, before, after, shown)
         error = np.square if self.variant["loss"] == "mse" else np.abs
-        # The model is as it was (checked above), so it gives the expected predictions itself.
-        diffs = [y[i:i + batch] - to_numpy(model(x[i:i + batch], training=False)) for i in range(0, len(x), batch)]
         rows = [error(d) for d in diffs]
         root = self.variant["root"]
         finish = np.sqrt if root else (lambda value: value)  # what the task does to the mean over every row
@@ -148,17 +151,21 @@ may change. The test's model has `BatchNormalization` and `Dropout`."""
             raise problem
 
     @staticmethod
-    def _check_model_unchanged(model: keras.Model, before: list[np.ndarray], shown: str) -> None:
-        """Evaluating leaves every variable of the model as it was: a trained weight says an update ran, a moved
-        statistic (or dropout seed) alone says the model ran in training mode."""
-        changed = [v for v, b in zip(model.variables, before) if not np.array_equal(v.numpy(), b)]
-        if any(v.trainable for v in changed):
+    def _check_model_unchanged(model: keras.Model, before: list[np.ndarray], after: list[tuple[bool, np.ndarray]],
+                               shown: str) -> None:
+        """Evaluating leaves every variable of the model as it was (`after`: whether each is trainable, and its
+        values, read after the call): a trained weight says an update ran, a moved statistic (or dropout seed)
+        alone says the model ran in training mode."""
+        changed = [(v, trainable) for v, b, (trainable, now) in zip(model.variables, before, after)
+                   if not np.array_equal(now, b)]
+        trained = [short_path(v) for v, trainable in changed if trainable]
+        if trained:
             raise Incorrect(f"Evaluating changed the model's weights (on {shown}): "
-                            f"{', '.join(short_path(v) for v in changed if v.trainable)} moved. Evaluation measures the "
+                            f"{', '.join(trained)} moved. Evaluation measures the "
                             "model as it is: no tape, no optimizer, no `apply`; call the model and average its "
                             "errors.", cause="updated-in-evaluation")
         if changed:
-            moved = [short_path(v) for v in changed if "moving" in v.path]
+            moved = [short_path(v) for v, _ in changed if "moving" in v.path]
             raise Incorrect(f"Evaluating changed the model (on {shown}): "
                             f"{', '.join(moved) if moved else 'the dropout seed'} moved, which happens only when "
                             "the model runs in training mode: `BatchNormalization` then normalises each batch by its "

@@ -84,6 +84,7 @@ def _non_finite(values: np.ndarray) -> str:
 
 class GuardedStep(Exercise):
     number = "6.5"
+    replayable = True
     answer = "safe_step"
     fixed_because = ("`safe_step` is a guard for any model, optimizer and batch, and holds no number of its own; its "
                      "one formula, the mean squared error, is what the test's bad batches are built on (a finite "
@@ -133,23 +134,27 @@ class GuardedStep(Exercise):
                 errors.append(error)
                 raise
 
-        try:
-            returned = self.run(step, doing).value
-        except Incorrect as problem:
-            if row.raises:
-                return  # a malformed batch must raise; any error stops the run, which is the point
-            raise self._explain_graph_error(problem, errors) from None
         if row.raises:
+            outcome = self.run(lambda: _raised(step), doing).value
+            if outcome[0] == "raised":
+                return  # a malformed batch must raise; any error stops the run, which is the point
+            returned = outcome[1]
             raise Incorrect(f"On {row.name} your step returned {_shown(returned)} instead of raising. A batch of "
                             "the wrong shape is a bug in the input pipeline, not a bad batch to skip: did you "
                             "catch the exception? Let it propagate.", cause="error-swallowed")
+        try:
+            returned = self.run(step, doing).value
+        except Incorrect as problem:
+            raise self._explain_graph_error(problem, errors) from None
         flag = _flag(returned)
         if flag is None:
             raise Incorrect(f"On {shown} your step returned {_shown(returned)}, but should return one boolean "
                             "tensor: whether it applied the gradients. Did you forget to return the result of "
                             "`tf.cond`?", cause="no-return" if returned is None else None)
-        got = [v.numpy() for v in model.trainable_variables]
-        applied = int(optimizer.iterations.numpy())  # the optimizer counts every `apply`, even of zero gradients
+        # the optimizer counts every `apply`, even of zero gradients
+        got, applied = self.run(lambda: ([v.numpy() for v in model.trainable_variables],
+                                         int(optimizer.iterations.numpy())),
+                                "Reading the weights and the optimizer's `iterations` after your step").value
         stepped, loss, non_finite = _reference(features, row)
         if row.applied:
             self._check_applied(flag, applied, got, stepped, shown)
@@ -214,6 +219,19 @@ class GuardedStep(Exercise):
                              "(`tf.math.is_finite`, `tf.reduce_all`) and branch with `tf.cond`.",
                              cause="eager-only-check")
         return problem
+
+
+def _raised(step) -> tuple:
+    """("raised",) when `step()` raised an error (the stub's own `NotImplementedError` is re-raised: `run` says to
+    replace it), else ("returned", what it returned): a malformed batch's refusal is the value the check reads."""
+    try:
+        return "returned", step()
+    except NotImplementedError as error:
+        if str(error) and "raise NotImplementedError" not in str(error):
+            return ("raised",)
+        raise
+    except Exception:
+        return ("raised",)
 
 
 def _flag(value) -> bool | None:

@@ -77,6 +77,7 @@ def _completeness(got, expected: np.ndarray, difference: np.ndarray, steps: int)
 
 class IntegratedGradients(Exercise):
     number = "3.2"
+    replayable = True
     answer = "integrated_gradients"
     # Which points of the path are averaged (the right ends of the pieces in the notebook's text). Every draw is
     # another rule, and the cases' few steps keep the rules' averages apart, so the text's answer fails a draw.
@@ -168,8 +169,9 @@ class IntegratedGradients(Exercise):
             *others], otherwise=gap)
         if problem:
             raise problem
-        if len(runs) != 1:
-            raise Incorrect(f"Your attributions are right, but your function ran the model {len(runs)} times; the "
+        calls = self.run(lambda: len(runs), "Counting the calls of the model").value
+        if calls != 1:
+            raise Incorrect(f"Your attributions are right, but your function ran the model {calls} times; the "
                             "task asks for one call on one batch of all the points, under one tape.",
                             cause="point-per-pass")
 

@@ -22,22 +22,23 @@ _LR = 0.1
 
 
 def _step_inputs(none_paths: tuple[str, ...]) -> tuple[list, list]:
-    """Fresh variables of three small Dense layers, and gradients that are None for `none_paths`."""
+    """Fresh variables of three small Dense layers (seeded: the grader's judge builds the same ones), and gradients
+    that are None for `none_paths`."""
     variables = []
-    for name, n_in, n_out in _LAYERS:
-        layer = keras.layers.Dense(n_out, name=name)
+    for seed, (name, n_in, n_out) in enumerate(_LAYERS):
+        layer = keras.layers.Dense(n_out, name=name, kernel_initializer=keras.initializers.GlorotUniform(seed=seed))
         layer.build((None, n_in))
         variables += layer.trainable_variables
     grads = [None if v.path in none_paths else tf.fill(v.shape, 0.5 * (i + 1)) for i, v in enumerate(variables)]
     return variables, grads
 
 
-def _refusal(fn, optimizer, grads, variables) -> ValueError | None:
-    """The `ValueError` the student's function raised, or None when it returned."""
+def _refusal(fn, optimizer, grads, variables) -> str | None:
+    """What the `ValueError` the student's function raised says, or None when it returned."""
     try:
         fn(optimizer, grads, variables)
     except ValueError as error:
-        return error
+        return str(error)
     return None
 
 
@@ -61,6 +62,7 @@ def _listed(paths) -> str:
 
 class RefuseNoneStep(Exercise):
     number = "5.5"
+    replayable = True
     answer = "checked_apply"
     fixed_because = ("`checked_apply` is a guard for any optimizer, gradients and variables it is given and holds no "
                      "numbers of its own: only the test's layers and which gradients are `None` could change, not "
@@ -80,7 +82,8 @@ class RefuseNoneStep(Exercise):
             f"with `None` for {_listed(none_paths)}" if none_paths else "with every gradient present")
         refused = self.run(lambda: _refusal(fn, keras.optimizers.SGD(learning_rate=_LR), grads, variables),
                            doing).value
-        moved = [v.path for v, old in zip(variables, before) if not np.array_equal(v.numpy(), old)]
+        after = self.run(lambda: [v.numpy() for v in variables], "Reading the variables after `checked_apply`").value
+        moved = [v.path for v, old, new in zip(variables, before, after) if not np.array_equal(new, old)]
         if none_paths:
             self._check_refusal(fn, refused, none_paths, moved, variables)
             return
@@ -88,8 +91,8 @@ class RefuseNoneStep(Exercise):
             raise Incorrect(f"`checked_apply` raised `ValueError: {refused}` although every gradient exists. "
                             "Raise only when at least one gradient is `None`; otherwise apply them all.",
                             cause="refused-healthy-step")
-        for v, old, g in zip(variables, before, grads):
-            problem = wrong_value(f"{v.path} after the step", old - _LR * g.numpy(), v,
+        for v, old, new, g in zip(variables, before, after, grads):
+            problem = wrong_value(f"{v.path} after the step", old - _LR * g.numpy(), new,
                                   otherwise="Did you apply each gradient once, with `optimizer.apply(grads, variables)`?")
             if problem:
                 raise problem

@@ -152,6 +152,7 @@ def _unwatched_weight(facts) -> Incorrect | None:
 
 class OneWeightGradient(_WatchExercise):
     number = "3.3"
+    replayable = True
     answer = "one_weight_gradient"
     # Which weight of the two-layer model is the source, as (layer, part): the first layer's kernel in the
     # notebook's text. The last layer's bias is never drawn: its gradient of a summed output is the batch size.
@@ -215,16 +216,24 @@ class OneWeightGradient(_WatchExercise):
                             "`watched` comes from another tape. Compute the gradient on the tape whose watched "
                             "variables you return, opened with `watch_accessed_variables=False`.",
                             cause="weights-watched")
-        target = getattr(model.layers[layer], part)
-        others = [v for v in watched if v is not target.value and v is not target]
-        if others or len(watched) != 1:
-            names = ", ".join(f"`{getattr(v, 'path', getattr(v, 'name', v))}`" for v in watched[:4]) or "nothing"
+        count, others, names, path = self.run(lambda: _watched_beside(watched, getattr(model.layers[layer], part)),
+                                              "Reading the variables your tape watched").value
+        if others or count != 1:
             why = ("By default a tape watches every trainable variable the model reads. Did you open it with "
                    "`tf.GradientTape(watch_accessed_variables=False)`?"
                    if tape is not None and tape.watch_accessed else
                    "Your tape watches only what you pass to `tape.watch`: watch that one variable alone.")
-            raise Incorrect(f"`watched` holds {len(watched)} variables ({names}), but should hold only "
-                            f"`{source}` (`{target.path}`). {why}", cause="weights-watched")
+            raise Incorrect(f"`watched` holds {count} variables ({names}), but should hold only "
+                            f"`{source}` (`{path}`). {why}", cause="weights-watched")
+
+
+def _watched_beside(watched, target) -> tuple[int, int, str, str]:
+    """What the tape's `watched` holds, by identity with the model's own weight `target` (its Keras variable or the
+    TensorFlow variable behind it): how many variables, how many others, the first four's names, and the
+    weight's path."""
+    others = [v for v in watched if v is not target.value and v is not target]
+    names = ", ".join(f"`{getattr(v, 'path', getattr(v, 'name', v))}`" for v in watched[:4]) or "nothing"
+    return len(watched), len(others), names, target.path
 
 
 # --- 3.4 ------------------------------------------------------------------------------------
