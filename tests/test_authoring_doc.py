@@ -81,3 +81,25 @@ def test_the_question_as_written_names_its_belief_and_only_on_the_prediction_it_
         question.predict(guess)
         question.reveal([None, 4.0, None])
         assert (shown[-1].kind, shown[-1].cause) == ("incorrect", cause)
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_the_checker_as_written_is_judged_the_same_outside_the_kernel(exercise, seed, monkeypatch):
+    """Recorded in a kernel and judged from the record by a fresh checker: the same outcome for the reference,
+    the mistake and the stub (tapelab.checker.replay)."""
+    from tapelab.checker import replay
+
+    answers = [tomllib.loads(TABLE)["9.1"]["solution"], namespace_mistakes()["ex9_1_answer"][0].code,
+               "def pull(w):\n    raise NotImplementedError()\n"]
+    assert type(exercise).replayable
+    for code in answers:
+        replay.taken()
+        monkeypatch.setenv(replay.ENV, "1")
+        try:
+            live = repr(exercise.outcome(_answer(code, exercise, seed), seed=seed))
+        except (Incorrect, NotAttempted) as failure:
+            live = repr(failure.box())
+        monkeypatch.delenv(replay.ENV)
+        (record,) = replay.taken()
+        judged = replay.judge(type(exercise)(), {"seed": seed}, record)
+        assert repr(judged.box() if isinstance(judged, (Incorrect, NotAttempted)) else judged) == live
