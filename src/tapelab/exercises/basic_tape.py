@@ -27,6 +27,7 @@ def _require_tape(exercise: Exercise, facts) -> None:
 
 class CubicSlope(Exercise):
     number = "1.1"
+    replayable = True  # tests/checker/test_replay.py: judged from its records as it is live
     answer = "cubic_slope"
     # The polynomial's coefficients: its value and slope never meet at the test points for positive ones. A draw
     # whose slope at the visible x = 2 (12a − 4b + 1) is the text's (29) is refused: the text's answer would pass
@@ -77,6 +78,7 @@ def _less(target: float, minus: str = "-") -> str:
 
 class LossGradients(Exercise):
     number = "1.2"
+    replayable = True  # tests/checker/test_replay.py: judged from its records as it is live
     remedies = {"persistent": (
         'The task asks for a single call: pass both sources in one list, `tape.gradient(loss, [w, b])`.')}
     answer = "loss_gradients"
@@ -150,6 +152,7 @@ def _norm_gradient(x: np.ndarray, p: int, axis: int | None) -> np.ndarray:
 
 class NormGradients(Exercise):
     number = "1.3"
+    replayable = True  # tests/checker/test_replay.py: judged from its records as it is live
     remedies = {"persistent": (
         'The task asks for a single call, `tape.gradient(lengths, X)`: each length depends on its own slice of '
         '`X`, so it gives every gradient at once.'), "slice-inside": "",  # a slice per row is a call per row
@@ -271,6 +274,7 @@ _SIGNED = ("Your error has the wrong sign: it is a size, so take `abs` of the di
 
 class GradientCheck(Exercise):
     number = "1.4"
+    replayable = True  # tests/checker/test_replay.py: judged from its records as it is live
     answer = "gradient_check"
     fixed_because = ("`gradient_check` is a procedure for any `f`, `x` and `h` it is given and holds no numbers of "
                      "its own, so only the test's inputs could change, not what you write.")
