@@ -65,6 +65,23 @@ def reference_answers(notebook: str) -> dict[str, str]:
     }
 
 
+def stub_answers(notebook: str) -> dict[str, str]:
+    """grade_id of each answer cell -> its source in the student notebook (notebooks/): the untouched stub."""
+    nb = nbformat.read(REPO / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in nb.cells
+            if cell.metadata.get("nbgrader", {}).get("solution")}
+
+
+def variant_reference(notebook: str, grade_id: str, seed: int | None) -> str:
+    """The reference answer of one answer cell written for the variant of `seed` (None: the notebook's own)."""
+    if seed is None:
+        return reference_answers(notebook)[grade_id]
+    from tapelab_answers import answer
+
+    checker = exercise_named(grade_id.removesuffix("_answer"))
+    return checker.space.variant(seed).fill(answer(checker.number).template)
+
+
 def own_answers(notebook: str, salt: str, student: str) -> dict[str, str]:
     """The reference answers of `notebook`, each varying exercise's written for the variant the course of secret
     `salt` gives `student` (tapelab.checker.variants.seed_for): what a student who solved their own numbers

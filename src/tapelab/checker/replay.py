@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import inspect
 import json
 import keyword
 import linecache
@@ -241,6 +242,10 @@ def _describe(answer: Any, name: str, namespace: Callable[[], dict]) -> dict:
             return {"missing": True}
         answer = found[name]
     function = getattr(answer, "python_function", answer)  # a tf.function's own Python function
+    try:  # a decorated function's own (`tf.custom_gradient`, `functools.wraps`), as `inspect` reads its source
+        function = inspect.unwrap(function)
+    except ValueError:  # a cycle of `__wrapped__`
+        pass
     code = getattr(function, "__code__", None)
     if not callable(answer) or not isinstance(code, types.CodeType):
         return {"type": type(answer).__name__, "callable": callable(answer)}

@@ -61,6 +61,7 @@ def _epsilon_floors(z: np.ndarray, y, k) -> list[Alternative]:
 
 class StableLogSigmoid(Exercise):
     number = "5.6"
+    replayable = True
     answer = "log_sigmoid"
     # The scale k inside log σ(k·x) (2 in the text): the gradient's chain-rule factor, so that a k left out of
     # the backward function shows on every variant.

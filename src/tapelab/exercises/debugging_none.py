@@ -56,6 +56,7 @@ def _error_words(p: int) -> dict:
 
 class FixTheStep(Exercise):
     number = "5.2"
+    replayable = True
     answer = "fixed_gradients"
     # The power p of the error in the loss, mean(|x @ w + b - y|^p) (2 in the notebook's text).
     space = Space(default={"p": 2}, draws={"p": lambda rng: int(rng.choice([3, 4, 5, 6]))},
@@ -250,6 +251,7 @@ _STE_CASES = ((0.5, (-7.4, -3.2, 1.4, 5.0, 5.6, 11.3, 13.4, 19.2), (2.0, -1.0, -
 
 class StraightThrough(Exercise):
     number = "5.4"
+    replayable = True
     remedies = {  # the task keeps stop_gradient around the rounding's correction, and tf.round's rounding
         "remove-stop-gradient": "The task's straight-through estimator keeps it, around the rounding's correction "
                                 "only: `z + tf.stop_gradient(rounded - z)`, with `z` the clipped `w * x` and "

@@ -279,6 +279,7 @@ def _float16_norm(arrays, max_norm, dtype) -> list[Alternative]:
 
 class ClipGlobalNorm(Exercise):
     number = "6.3"
+    replayable = True
     answer = "clip_gradients"
     fixed_because = ("`clip_gradients` is a procedure for any gradients and any `max_norm` it is given (the bound is "
                      "its argument, not a number of its own), and clipping by the global norm is one fixed "

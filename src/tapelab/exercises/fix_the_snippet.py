@@ -78,6 +78,7 @@ def _unchanged(fn, broken: str) -> bool:
 
 class FixTheSnippet(Exercise):
     number = "5.1"
+    replayable = True
     answer = "fixed_gradient"
     # Which snippet (its broken link of the checklist) and the target k of its loss mean((w·x − k)²): "state" and 2 in
     # the notebook's text; a variant draws one of the other snippets, so that the notebook's fix never passes it.

@@ -44,6 +44,7 @@ def _distinct(values) -> bool:
 
 class HessianVector(Exercise):
     number = "4.5"
+    replayable = True
     remedies = NESTED_REMEDIES
     answer = "hvp"
     # The coefficients a and b of f(x) = a·x0²·x1 + b·sin(x1·x2) + x2⁴ (0.5 and 4 in the text).

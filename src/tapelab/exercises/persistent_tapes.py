@@ -43,6 +43,7 @@ _TF_LOSSES = {"square": lambda r: r**2, "fourth": lambda r: r**4, "log": lambda 
 
 class PerExampleGradients(_TapeExercise):
     number = "4.1"
+    replayable = True
     answer = "per_example_gradients"
     # The loss of one example, a function of its residual w·x − t; the notebook's text has the square, which no
     # drawn variant repeats.

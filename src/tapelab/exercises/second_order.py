@@ -40,6 +40,7 @@ def _distinct(values) -> bool:
 
 class MixedPartial(Exercise):
     number = "4.3"
+    replayable = True
     remedies = NESTED_REMEDIES
     answer = "mixed_partial"
     # The coefficients c and k of f(x, a) = c·a²·x³ + k·sin(a·x) (2 and 3 in the text).
@@ -116,6 +117,7 @@ def _loss_parts(lam: float, w, X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 class LossHessian(Exercise):
     number = "4.4"
+    replayable = True
     remedies = NESTED_REMEDIES
     answer = "loss_hessian"
     # The weight of the penalty lam·‖w‖² (0.1 in the text); its Hessian 2·lam·I is what a dropped term leaves out.

@@ -60,6 +60,7 @@ def _logit_case(spec):
 
 class IntermediateGradient(_WatchExercise):
     number = "3.1"
+    replayable = True
     parameter_kinds = {"x": "constant", "w": "variable", "targets": "constant"}
     remedies = {"persistent": (
         "No second call is needed: the tape gives dloss/dlogits directly, `tape.gradient(loss, logits)`.")}
@@ -248,6 +249,7 @@ def _softmax_jacobians(logits: np.ndarray, temperature: float) -> np.ndarray:
 
 class PerExampleJacobian(_WatchExercise):
     number = "3.4"
+    replayable = True
     parameter_kinds = {"logits": "constant"}
     answer = "softmax_jacobian"
     # The temperature T of the softmax (2 in the notebook's text); a draw is never 1, so a softmax without the
