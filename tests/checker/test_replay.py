@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from answers import define, exercise_named, mistakes, reference_answers, stub_answers, variant_reference
-from mutation.inprocess import _check_calls, exercises, grade_twice
+from mutation.inprocess import exercises, grade_twice
 from tapelab.checker import replay
 from tapelab.checker.messages import Feedback, Message
 from tapelab.paths import assignment_names
@@ -23,9 +23,11 @@ GRADED = [(nb, e, seed) for nb, e in REPLAYABLE
 
 
 def _answers(notebook: str, answer_id: str, seed: int | None) -> list[tuple[str, str]]:
+    """The reference, every catalogued mistake (on the notebook's numbers; `make test` stays bounded, and
+    `tools/replayable.py --variants N` sweeps them on variants) and the stub."""
+    found = mistakes(notebook, seed).get(answer_id, []) if seed is None else []
     return [("reference", variant_reference(notebook, answer_id, seed)),
-            *((f"mistake {m.name}", m.code) for m in mistakes(notebook, seed).get(answer_id, [])),
-            ("stub", stub_answers(notebook)[answer_id])]
+            *((f"mistake {m.name}", m.code) for m in found), ("stub", stub_answers(notebook)[answer_id])]
 
 
 def test_some_exercises_are_judged_outside_the_kernel():
@@ -50,16 +52,31 @@ def test_judged_as_live(notebook, exercise, seed):
     assert not differ, "\n".join(differ)
 
 
-@pytest.mark.parametrize("notebook, exercise", REPLAYABLE, ids=[e.answer_id for _, e in REPLAYABLE])
-def test_no_stored_expected_values(notebook, exercise):
-    """Does a replayable check compute what it expects from the case alone, with no expected values stored for
-    the grader (`expectations`), for every case its test cell checks?"""
-    checker = exercise_named(exercise.test_id.removesuffix("_test"))
-    cases = list(checker.visible_cases)
-    for _, kwargs in _check_calls(exercise.hidden):
-        assert "expected" not in kwargs
-        cases += kwargs.get("cases", [])
-    assert cases and all(checker.expectations(case) == {} for case in cases)
+STORED = [(nb, e) for nb, e in REPLAYABLE
+          if exercise_named(e.test_id.removesuffix("_test")).expectations(
+              exercise_named(e.test_id.removesuffix("_test")).visible_cases[0])]
+
+
+def test_some_replayable_checks_use_stored_expected_values():
+    assert len(STORED) >= 2  # the test below is no empty loop
+
+
+@pytest.mark.parametrize("notebook, exercise", STORED, ids=[e.answer_id for _, e in STORED])
+def test_a_kernel_that_holds_no_stored_values_records_all_the_judge_needs(notebook, exercise, monkeypatch):
+    """A grading kernel never holds a hidden case's stored expected values (`replay.Withheld`: its check moves on
+    to the next case): judged from what it recorded, do the reference, the first mistake and the stub get the
+    outcome a kernel holding them shows?"""
+    from tapelab.checker import expected
+
+    real = expected.references
+    answers = _answers(notebook, exercise.answer_id, None)
+    for label, code in [answers[0], answers[1], answers[-1]]:
+        live, _ = grade_twice(exercise, code, f"test_replay {label}")
+        monkeypatch.setattr(expected, "references", lambda: None if replay.recording() else real())
+        _, judged = grade_twice(exercise, code, f"test_replay {label} withheld")
+        monkeypatch.setattr(expected, "references", real)
+        assert (live.outcome, live.part, live.message, live.cause) == (judged.outcome, judged.part, judged.message,
+                                                                        judged.cause), label
 
 
 # -- values -------------------------------------------------------------------------------------------------
