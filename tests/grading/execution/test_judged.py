@@ -99,10 +99,13 @@ def test_a_part_the_judge_cannot_read_runs_as_before(source):
     assert Judge(list(IMPORTS)).plan(source) is None
 
 
-def test_a_judge_that_ends_while_deciding_fails_that_check_and_is_started_anew_once():
+def test_a_judge_that_ends_while_deciding_fails_that_check_and_is_started_anew_once(monkeypatch):
     """A record the judge's process does not survive costs the check (JudgeFailed), never the worker."""
     import socket
 
+    from tapelab.grading.execution import judge as judge_module
+
+    monkeypatch.setattr(judge_module, "_REMOTE", {})  # not the connection an earlier execution in this process made
     started = []
 
     def connect() -> socket.socket:

@@ -15,10 +15,12 @@ exercises are fresh instances of the classes the notebook's trusted imports name
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -194,13 +196,21 @@ class Judge:
 class JudgedCells:
     """The executor's part for judged test cells (mixed into executor.GuardedClient, whose methods it uses)."""
 
+    @contextlib.contextmanager
+    def _judging(self):
+        """The judge's seconds: its own phase, and not the notebook's, whose deadline moves on by as much."""
+        start = time.monotonic()
+        with self._clock("judge"):
+            yield
+        self.deadline += time.monotonic() - start
+
     async def _judged_cell(self, index: int, cell) -> bool:
         """Run a test cell whose checks the judge decides: the kernel runs the visible part and records; the
         judge's outcome replaces the cell's outputs. False when the cell is not judged here."""
         if self.judge is None:
             return False
         visible, hidden_code = hidden.split(cell.source)
-        with self._clock("judge"):  # the first plan of a judge imports the exercises
+        with self._judging():  # the first plan of a judge imports the exercises
             plan = self.judge.plan(visible)
             hidden_plan = self.judge.plan(hidden_code) if plan is not None else None
         if plan is None or hidden_plan is None:
@@ -210,7 +220,7 @@ class JudgedCells:
         await self._run_cell(cell, visible)
         if not plan.kernel or self.replies[index] == "timed_out":
             return True
-        with self._clock("judge"):
+        with self._judging():
             verdict = self.judge.verdict(plan, await self._records())
         if any(o.get("ename") == "JudgeFailed" for o in verdict.outputs):
             self.facts["flags"].append(f"the grader's judge stopped on the check of cell {self._label(index)}: "
@@ -237,12 +247,12 @@ class JudgedCells:
         try:
             with self._clock("hidden"):
                 reply = await self._execute(plan.code())
-            with self._clock("judge"):
+            with self._judging():
                 records = await self._records() if reply is not None else []
         except BaseException:  # the executor's stop (the kernel died, flooded or ran out of time)
             self._hidden_verdict(index, False)
             raise
         self.facts["hidden_timed_out"] += reply is None
-        with self._clock("judge"):
+        with self._judging():
             passed = reply is not None and self.judge.verdict(plan, records).passed
         self._hidden_verdict(index, passed)
