@@ -14,7 +14,7 @@ from tapelab.checker.messages import Incorrect
 from tapelab.checker.wrong_answers import Alternative, because
 from tapelab.exercises.dtype_policies import dtype_policy
 from tapelab.exercises.fit_cases import FitCase
-from tapelab.exercises.fit_match import weighted_failure
+from tapelab.exercises.fit_match import _model_kind, weighted_failure
 from tapelab.quiet import Quiet
 
 __all__ = ["check_evaluate"]
@@ -49,26 +49,33 @@ def _unweighted(case: FitCase):
     return case.batches().map(lambda x, y, *_: (x, y))
 
 
+def _evaluated(model: keras.Model, case: FitCase) -> dict:
+    """What the student's `model.evaluate` returns on the case's batches, eagerly: tracing a test function costs
+    more than its few batches take eagerly."""
+    model.run_eagerly = True
+    return model.evaluate(case.batches(), verbose=0, return_dict=True)
+
+
 def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
     """Does the trained `model`'s own `test_step` make `evaluate` report what a plain model reports?"""
     name = f"{exercise.answer}({case.shown()})"
-    if type(model).test_step is keras.Model.test_step:
+    # The model is the student's: every use of it goes through `run`, whose outcome the grader's judge is served
+    # (tapelab.checker.replay).
+    if not exercise.run(lambda: _model_kind(model, "test_step"), "Reading your model").value[1]:
         raise Incorrect(f"Your model trains as `fit` does, but `{name}` returned a model whose class does not "
                         "override `test_step`, so `evaluate` runs Keras's own. Define `def test_step(self, data):` "
                         "in your class too.", cause="no-test-step")
     where = f" (on {case.describe(exercise.compile_loss)})"
-    weights = model.get_weights()
-    # Eagerly: tracing a test function costs more than its few batches take eagerly.
-    model.run_eagerly = True
+    weights = exercise.run(lambda: model.get_weights(), "Reading your model's weights").value
     want = _plain_evaluate(weights, case, case.batches())
     try:
-        got = exercise.run(lambda: model.evaluate(case.batches(), verbose=0, return_dict=True),
-                           f"Evaluating your trained model with `evaluate` "
+        got = exercise.run(lambda: _evaluated(model, case), f"Evaluating your trained model with `evaluate` "
                            f"({case.describe(exercise.compile_loss)})").value
     except Incorrect as problem:
         weighted_failure(problem, case, "evaluate", "test_step", fn)
         raise
-    if not all(np.array_equal(a, b) for a, b in zip(weights, model.get_weights())):
+    after = exercise.run(lambda: model.get_weights(), "Reading your model's weights after `evaluate`").value
+    if not all(np.array_equal(a, b) for a, b in zip(weights, after)):
         raise Incorrect(f"`evaluate` changed your model's weights{where}: your `test_step` trains. `evaluate` only "
                         "measures: no tape, no `self.optimizer.apply`, and `self(x, training=False)`.",
                         cause="evaluate-trains")

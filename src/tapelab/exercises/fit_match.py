@@ -135,6 +135,12 @@ def weighted_failure(problem: Incorrect, case: FitCase, method: str, step: str, 
                         cause="tracker-given-row-weights") from None
 
 
+def _model_kind(model, step: str) -> tuple[bool, bool]:
+    """Whether `model` is a `keras.Model`, and whether its class overrides `step` ("train_step", "test_step")."""
+    is_model = isinstance(model, keras.Model)
+    return is_model, is_model and getattr(type(model), step) is not getattr(keras.Model, step)
+
+
 def _among(fn, functions: weakref.WeakSet) -> bool:
     try:
         return fn in functions
@@ -164,14 +170,16 @@ class FitMatch(Exercise):
     _traced: FitCase | None = None  # the case of this check whose fit traces the student's step
     _graph_fitted: weakref.WeakSet | None = None  # the functions whose models `fit` has trained in a graph
 
-    def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
+    def outcome(self, answer=None, *, cases=None, expected=None, seed=None):
+        """`Exercise.outcome`, with the case to trace chosen first: here rather than in `check`, since the grader's
+        judge (tapelab.checker.replay) calls `outcome` itself."""
         __tracebackhide__ = True
         chosen = [case if isinstance(case, FitCase) else FitCase(*case)
                   for case in (self.visible_cases if cases is None else cases)]
         self._traced = max(chosen, key=lambda case: case.steps, default=None)
         if self._graph_fitted is None:
             self._graph_fitted = weakref.WeakSet()
-        super().check(answer, cases=cases, expected=expected, seed=seed)
+        return super().outcome(answer, cases=cases, expected=expected, seed=seed)
 
     def check_case(self, fn, case, facts):
         case = case if isinstance(case, FitCase) else FitCase(*case)
@@ -179,29 +187,32 @@ class FitMatch(Exercise):
             self._check_under_policy(fn, case, facts)
 
     def _check_under_policy(self, fn, case, facts):
+        # Every use of the model the student's function returned goes through `run`: the grader's judge
+        # (tapelab.checker.replay) is served what the kernel's model did and showed, and never holds the model.
         model = self.call(fn, case.features, shown=case.shown()).value
         name = f"{self.answer}({case.shown()})"
-        if not isinstance(model, keras.Model):
+        is_model, own_step = self.run(lambda: _model_kind(model, "train_step"), "Reading your model").value
+        if not is_model:
             raise Incorrect(f"`{name}` returned a `{type(model).__name__}`, but should return a `keras.Model`. "
                             "Did you forget `return`, or return the class instead of an instance?",
                             cause="no-return" if model is None else None)
-        if type(model).train_step is keras.Model.train_step:
+        if not own_step:
             raise Incorrect(f"`{name}` returned a model whose class does not override `train_step`. "
                             "Did you define `def train_step(self, data):` inside your `keras.Model` subclass?",
                             cause="no-train-step")
-        shapes, want_shapes = [tuple(w.shape) for w in model.get_weights()], case.shapes()
+        initial = self.run(lambda: model.get_weights(), "Reading your model's weights").value
+        shapes, want_shapes = [tuple(w.shape) for w in initial], case.shapes()
         if shapes != want_shapes:
             raise Incorrect(f"`{name}` has weights of shapes {shapes}, but should have {case.layers()}: "
                             f"{want_shapes}. Did you build it on `keras.Input(({case.features},))`"
                             f"{' with the layers the task names' if case.hidden else ''}?")
-        initial = model.get_weights()
         with Quiet():
             expected, expected_weights, replay = _baseline(initial, case)
         compiled = dict(loss=case.loss_object()) if self.compile_loss else {}
         metrics = case.metric_options() if self.compile_loss else {}  # an optimizer only: the step tracks its own
         traced = case == self._traced and not _among(fn, self._graph_fitted)
-        model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False, run_eagerly=not traced,
-                      **compiled)
+        self.run(lambda: model.compile(optimizer=keras.optimizers.SGD(0.1), **metrics, jit_compile=False,
+                                       run_eagerly=not traced, **compiled), "Compiling your model")
         try:
             trained = self.run(lambda: case.fit(model),
                                f"Training your model with `fit` ({case.describe(self.compile_loss)})")
@@ -212,10 +223,11 @@ class FitMatch(Exercise):
             with contextlib.suppress(TypeError):  # a callable that takes no weak reference is traced every time
                 self._graph_fitted.add(fn)
         history, logs = trained.value, trained.logs
-        self._compare(fn, case, facts, history, logs, model, initial, expected, expected_weights, replay)
+        got_weights = self.run(lambda: model.get_weights(), "Reading your model's weights after `fit`").value
+        self._compare(fn, case, facts, history, logs, got_weights, initial, expected, expected_weights, replay)
         return model
 
-    def _compare(self, fn, case, facts, history, logs, model, initial, expected, expected_weights, replay):
+    def _compare(self, fn, case, facts, history, logs, got_weights, initial, expected, expected_weights, replay):
         where = f" (on {case.describe(self.compile_loss)})"
         if "loss" in expected and "loss" not in history:
             raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}{where}. "
@@ -225,7 +237,6 @@ class FitMatch(Exercise):
             raise Incorrect(f"`history.history` has keys {sorted(history)}, but `fit` gives {sorted(expected)}"
                             f"{where}. Did you update every metric in `self.metrics` and return "
                             "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
-        got_weights = model.get_weights()
         if case.policy == "mixed_float16" and not all_close(expected_weights, got_weights, rtol=1e-4, atol=1e-4):
             self._check_scaled(case, initial, expected_weights, got_weights, where)
         names = ["hidden kernel", "hidden bias", "kernel", "bias"][-len(initial):]

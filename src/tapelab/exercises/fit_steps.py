@@ -25,6 +25,7 @@ def _layers(units: int) -> str:
 class CustomTrainStep(FitMatch):
     number = "6.1"
     answer = "make_custom_model"
+    replayable = True  # every use of the returned model goes through `run` (tapelab.exercises.fit_match)
     # The model's layers: the notebook's Dense(1) alone (units 0), or a Dense(units, tanh) before it in every other
     # variant; the visible and hidden cases are all fitted on the variant's model.
     space = Space(default={"units": 0}, draws={"units": lambda rng: int(rng.integers(2, 6))},
@@ -58,11 +59,13 @@ The test compiles it with `loss="mse"` and `weighted_metrics=["mae"]` and compar
         policy; all on the variant's model."""
         return self._on_model(_VISIBLE_61, self.variant["units"])
 
-    def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
+    def outcome(self, answer=None, *, cases=None, expected=None, seed=None):
+        """`FitMatch.outcome` on `cases` fitted on the checked variant's model (in `outcome`, which `check` calls:
+        the grader's judge calls it itself)."""
         __tracebackhide__ = True
         units = (self.variant if seed is None else self.space.variant(seed))["units"]
-        super().check(answer, cases=None if cases is None else self._on_model(cases, units), expected=expected,
-                      seed=seed)
+        return super().outcome(answer, cases=None if cases is None else self._on_model(cases, units),
+                               expected=expected, seed=seed)
 
     @staticmethod
     def _on_model(cases, units: int) -> tuple[FitCase, ...]:
@@ -102,6 +105,7 @@ _VISIBLE_62 = (FitCase(), FitCase(5, 2, 2, "mse", (), 66),
 class FixKeras2Step(FitMatch):
     number = "6.2"
     answer = "make_tracked_model"
+    replayable = True  # every use of the returned model goes through `run` (tapelab.exercises.fit_match)
     compile_loss = False
     # What the model trains on and what it tracks beside it: the loss it computes itself (squared in the notebook's
     # text, OWN_LOSSES) and a second metric by Keras's name for it (TRACKED_METRICS), never the loss itself.
@@ -144,11 +148,13 @@ The test compares `fit` (2 epochs) and `evaluate` with a plain model given `loss
         mixed_float16 policy; with the variant's loss and metric."""
         return self._tracking(_VISIBLE_62, self.variant)
 
-    def check(self, answer=None, *, cases=None, expected=None, seed=None) -> None:
+    def outcome(self, answer=None, *, cases=None, expected=None, seed=None):
+        """`FitMatch.outcome` on `cases` compared with the checked variant's plain model (in `outcome`, which `check`
+        calls: the grader's judge calls it itself)."""
         __tracebackhide__ = True
         variant = self.variant if seed is None else self.space.variant(seed)
-        super().check(answer, cases=None if cases is None else self._tracking(cases, variant), expected=expected,
-                      seed=seed)
+        return super().outcome(answer, cases=None if cases is None else self._tracking(cases, variant),
+                               expected=expected, seed=seed)
 
     @staticmethod
     def _tracking(cases, variant) -> tuple[FitCase, ...]:

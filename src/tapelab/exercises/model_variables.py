@@ -82,6 +82,7 @@ def _measured(kind: str, grads, signed: bool = False) -> float:
 class LayerGradientNorms(Exercise):
     number = "2.1"
     answer = "layer_gradient_norms"
+    replayable = True  # the model's layers are read in a run, before the stored expected values are looked up
     # The measure of each layer's gradients: their global L2 norm in the notebook's text; their max or L1 norm drawn.
     # Each answer's code runs on a layer with no gradients, so a wrong answer that keeps a frozen layer is named.
     space = Space(default={"measure": "norm"}, draws={"measure": lambda rng: str(rng.choice(["max", "l1"]))},
@@ -120,11 +121,15 @@ class LayerGradientNorms(Exercise):
         shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
         got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value
+        # The model as the call left it, read in a run (the grader's judge is served what the kernel read:
+        # tapelab.checker.replay), before the case's stored expected values (a grading kernel never holds a hidden
+        # case's): its variables' paths count Keras' models made in this process, never the same in the judge.
+        layers = self.run(lambda: _layers_of(model), "Reading the model's layers after your call").value
         want, kind = self.expect(spec), self.variant["measure"]
-        trained = [i for i, layer in enumerate(model.layers) if layer.trainable_weights]
+        trained, names = layers["trained"], layers["names"]
 
         def by_layer(grads, signed=False, layers=trained) -> dict:
-            return {model.layers[i].name: _measured(kind, grads[i], signed) for i in layers}
+            return {names[i]: _measured(kind, grads[i], signed) for i in layers}
 
         expected = by_layer(want["gradients"])
         if got is None:
@@ -133,7 +138,7 @@ class LayerGradientNorms(Exercise):
         if not isinstance(got, dict):
             raise Incorrect(f"`layer_gradient_norms` returned a `{type(got).__name__}`, but should return a dict "
                             f"with the keys {sorted(expected)}, one per layer with trainable weights.")
-        _check_keys(model, expected, got)
+        _check_keys(layers, expected, got)
         alternatives = [
             Alternative("inference mode", lambda: by_layer(want["inference mode"]), "inference-mode",
                         "These are the values of the model in inference mode. This model has a `BatchNormalization` "
@@ -163,18 +168,28 @@ class LayerGradientNorms(Exercise):
             raise problem
 
 
-def _check_keys(model, expected: dict, got: dict) -> None:
-    """Raise Incorrect when `got` has other keys than `expected`: a frozen layer's, a variable's path, or others."""
+def _layers_of(model) -> dict:
+    """What the check reads of `model`'s layers: their names, the indices of those with trainable weights, the
+    names of the frozen ones that have weights, and the paths of the model's trainable variables."""
+    return {"names": [layer.name for layer in model.layers],
+            "trained": [i for i, layer in enumerate(model.layers) if layer.trainable_weights],
+            "frozen": [layer.name for layer in model.layers if layer.weights and not layer.trainable],
+            "paths": [v.path for v in model.trainable_variables]}
+
+
+def _check_keys(layers: dict, expected: dict, got: dict) -> None:
+    """Raise Incorrect when `got` has other keys than `expected`: a frozen layer's, a variable's path, or others.
+    `layers` is what `_layers_of` read of the model."""
     extra, missing = sorted(set(got) - set(expected), key=str), sorted(set(expected) - set(got))
-    frozen = [layer.name for layer in model.layers if layer.weights and not layer.trainable]
+    frozen = layers["frozen"]
     if any(name in frozen for name in extra):
         name = next(name for name in extra if name in frozen)
         raise Incorrect(f"Your dict has an entry for `{name}`, a frozen layer (its `trainable` is False): an optimizer "
-                        f"never updates it, and `model.layers[{[l.name for l in model.layers].index(name)}]"
+                        f"never updates it, and `model.layers[{layers['names'].index(name)}]"
                         ".trainable_weights` is empty. Keep only the layers with trainable weights.",
                         cause="frozen-included")
     if extra or missing:
-        paths = {v.path for v in model.trainable_variables}
+        paths = set(layers["paths"])
         per_variable = bool(extra) and set(got) == paths
         if per_variable:
             raise Incorrect(f"Your dict has one entry per trainable variable, keyed by its path, but should have the "
