@@ -30,7 +30,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import gc
 import importlib
 import importlib.util
 import json
@@ -72,6 +71,7 @@ def _sibling(name: str) -> types.ModuleType:
 
 
 _calls = _sibling("mountcalls")  # the kernel's view, and the libc calls this process makes
+_streams = _sibling("zygote_streams")  # where the imports kept the standard streams
 
 
 def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
@@ -113,57 +113,6 @@ def _fork_problem(allowed: set[int]) -> str:
 
 
 # -- the imports, and where they kept the standard streams --------------------------------------------
-def _holders(stream: object) -> dict[int, object]:
-    return {id(r): r for r in gc.get_referrers(stream) if not isinstance(r, types.FrameType) and r is not vars(sys)}
-
-
-def _bindings(stream: object, name: str, before: dict[int, object]) -> list[tuple]:
-    """Each place the imports since `before` keep `stream`: (kind, holder, key, stream name). A place
-    that cannot be pointed elsewhere raises, so the zygote refuses to serve rather than diverge."""
-    found = []
-    for ident, holder in _holders(stream).items():
-        if ident in before:
-            continue
-        if isinstance(holder, tuple):
-            owners = [f for f in gc.get_referrers(holder) if isinstance(f, types.FunctionType) and f.__defaults__ is holder]
-            if not owners:
-                raise RuntimeError(f"a tuple that is no function's defaults holds sys.{name}: {holder!r:.200}")
-            found += [("defaults", f, None, name) for f in owners]
-        elif isinstance(holder, dict):
-            if any(key is stream for key in holder):
-                raise RuntimeError(f"a dict is keyed by sys.{name}")
-            keys = [key for key, value in holder.items() if value is stream]
-            classes = [t for t in gc.get_referrers(holder) if isinstance(t, type)
-                       and all(vars(t).get(key) is stream for key in keys)]
-            if classes:  # a class's namespace: written through setattr, so its attribute cache follows
-                found += [("attr", cls, key, name) for cls in classes for key in keys]
-            else:
-                found += [("item", holder, key, name) for key in keys]
-        elif isinstance(holder, list):
-            found += [("item", holder, i, name) for i, value in enumerate(holder) if value is stream]
-        elif type(holder).__name__ == "cell":
-            found.append(("cell", holder, None, name))
-        elif hasattr(holder, "__dict__"):
-            found += [("attr", holder, key, name) for key, value in vars(holder).items() if value is stream]
-        else:
-            raise RuntimeError(f"a {type(holder).__name__} holds sys.{name}")
-    return found
-
-
-def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
-    """Point every binding at the kernel's stream of the same name (ipykernel's, once it runs)."""
-    for kind, holder, key, name in bindings:
-        new = getattr(sys, name)
-        if kind == "defaults":
-            holder.__defaults__ = tuple(new if v is old[name] else v for v in holder.__defaults__)
-        elif kind == "item":
-            holder[key] = new
-        elif kind == "cell":
-            holder.cell_contents = new
-        else:
-            setattr(holder, key, new)
-
-
 def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
     allowed = {0, 1, 2, control.fileno()}
@@ -171,7 +120,7 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
-    before = {name: _holders(streams[name]) for name in streams}
+    before = {name: _streams.holders(streams[name]) for name in streams}
     imports_set: dict[str, str] = {}  # what the imports every kernel's start makes set in the environment
     for module in preload:
         environ = dict(os.environ)
@@ -182,7 +131,7 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
         if module in KERNEL_START:
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
-    bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
+    bindings = [b for name in streams for b in _streams.bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
     _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
@@ -408,7 +357,7 @@ def _run_kernel(argv: list[str], parent: int) -> int:
         app = IPKernelApp.instance()
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
-        _rebind(_state["bindings"], _state["streams"])
+        _streams.rebind(_state["bindings"], _state["streams"])
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
