@@ -208,8 +208,13 @@ def begin(exercise: str, answer: Any, name: str, namespace: Callable[[], dict]) 
 
 def note_run(value: Any, logs: list[str]) -> None:
     record = _state["current"]
-    if record is not None:
-        record.runs.append({"value": encode(value), "logs": list(logs)})
+    if record is None:
+        return
+    try:
+        data = encode(value)
+    except Exception:  # a value too deep or too odd to write: the judge sees a stand-in, never the kernel a crash
+        data = {"object": type(value).__name__, "repr": _short_repr(value), "callable": callable(value)}
+    record.runs.append({"value": data, "logs": list(logs)})
 
 
 def note_raised() -> None:
