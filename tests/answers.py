@@ -128,6 +128,23 @@ def reported_mistakes(notebook: str) -> dict[str, list[Reported]]:
     return module.MISTAKES
 
 
+def variant_seeds(count: int) -> list[int]:
+    """The seeds of the first `count` variants that the variant tests and the sweeping tools grade."""
+    return [1000 + 7919 * i for i in range(count)]
+
+
+def chosen_notebooks(parser, names: list[str]) -> list[str]:
+    """A tool's notebook arguments, all six when there are none; an unknown name is the parser's error,
+    naming the known ones."""
+    from tapelab.paths import assignment_names
+
+    known = assignment_names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown notebook(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return list(names) or known
+
+
 def exercise_named(name: str):
     """The checker bound to `name` ("ex1_2") in whichever module of `tapelab.exercises` binds it."""
     import tapelab.exercises

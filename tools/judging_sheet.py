@@ -107,13 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", type=Path, nargs="+", default=[], metavar="JUDGED.json",
                         help="sheets already judged: keep only answers that are new or changed against them")
     args = parser.parse_args(argv)
-    from tapelab.paths import assignment_names
+    from answers import chosen_notebooks
 
-    known = assignment_names()
-    unknown = [n for n in args.notebooks if n not in known]
-    if unknown:
-        parser.error(f"unknown notebook(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    rows = [row for nb in (args.notebooks or known) for row in sheet_rows(nb)]
+    rows = [row for nb in chosen_notebooks(parser, args.notebooks) for row in sheet_rows(nb)]
     if args.since:
         rows = changed(rows, args.since)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -87,14 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goal", type=float, default=90.0, help="named share each notebook must reach (%%)")
     parser.add_argument("--variants", type=int, default=0, help="also grade each varying exercise's mistakes on N variants")
     args = parser.parse_args(argv)
-    from tapelab.paths import assignment_names
+    from answers import chosen_notebooks, variant_seeds
 
-    known = assignment_names()
-    unknown = [n for n in args.notebooks if n not in known]
-    if unknown:
-        parser.error(f"unknown notebook(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    names = args.notebooks or known
-    seeds = tuple(1000 + 7919 * i for i in range(args.variants))  # the seeds tests/exercises/test_variants.py uses
+    names = chosen_notebooks(parser, args.notebooks)
+    seeds = tuple(variant_seeds(args.variants))
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = dict(zip(names, pool.map(judge, names)))
         varied = dict(zip(names, pool.map(judge, names, [seeds] * len(names)))) if seeds else {}

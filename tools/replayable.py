@@ -1,6 +1,6 @@
 """Which exercises' checks the grader's judge replays identically (tapelab.checker.replay), per exercise.
 
-    python tools/replayable.py [NOTEBOOK ...] [--variants N] [--show diff] [--jobs N]
+    python tools/replayable.py [NOTEBOOK ...] [--variants N] [--once] [--show diff] [--jobs N]
 
 For every exercise of the notebooks (default: all six), its reference answer, every catalogued mistake
 (tests/answers.py `mistakes` and `fresh_mistakes`) and the untouched stub of the student notebook are graded
@@ -8,7 +8,10 @@ twice through the exercise's whole test cell (tests/mutation/inprocess.py `grade
 recording as in a grading kernel, and judged from those records alone. An answer is *same* when both give the
 same outcome, failing part, message and cause. Prints per exercise how many answers were the same, whether the
 exercise is marked `replayable`, and (with --show diff) each difference. With --variants N the exercises that
-vary are graded on N variants too (the reference and mistakes written for each). Exit status: 0 when every
+vary are graded on N variants too (the reference and mistakes written for each). With --once the judge computes
+each expected value once, as the grader's judge process does (`expected.compute_once`), and serves it to the
+later answers of the exercise, while the live check still computes its own: a difference then shows a value
+that is not a function of the case alone. Exit status: 0 when every
 exercise marked replayable has no difference, 1 otherwise, 2 usage error.
 """
 from __future__ import annotations
@@ -36,6 +39,24 @@ def answers_of(notebook: str, answer_id: str, seed: int | None) -> list[tuple[st
     found += [(f"mistake {m.name}", m.code) for m in mistakes(notebook, seed).get(answer_id, [])]
     found += [(f"fresh {m.name}", m.code) for m in fresh_mistakes(notebook, seed).get(answer_id, [])]
     return found + [("stub", stub_answers(notebook)[answer_id])]
+
+
+def judge_once() -> None:
+    """In this worker process, the judge's values computed once per exercise, case and name, and the live checks'
+    not: tests/mutation/inprocess.py `_judged` (which `grade_twice` calls) runs with `expected.compute_once`'s
+    store, the live grading without it."""
+    from mutation import inprocess
+    from tapelab.checker import expected
+
+    judged, shared = inprocess._judged, {}
+
+    def once(*args, **kwargs):
+        expected._ONCE = shared
+        try:
+            return judged(*args, **kwargs)
+        finally:
+            expected._ONCE = None
+    inprocess._judged = once
 
 
 def compare(task: tuple[str, str, int | None]) -> list[tuple[str, str, str, object, object]]:
@@ -73,17 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=0, help="also grade each varying exercise on N variants")
     parser.add_argument("--show", choices=("diff",), help="print each answer graded differently live and judged")
     parser.add_argument("--jobs", type=int, default=2, help="exercises graded side by side (default 2)")
+    parser.add_argument("--once", action="store_true", help="the judge computes each expected value once, as graded")
     args = parser.parse_args(argv)
-    from answers import exercise_named
-    from tapelab.paths import assignment_names
+    from answers import chosen_notebooks, exercise_named, variant_seeds
 
-    known = assignment_names()
-    unknown = [n for n in args.notebooks if n not in known]
-    if unknown:
-        parser.error(f"unknown notebook(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    seeds = tuple(1000 + 7919 * i for i in range(args.variants))  # the seeds tools/named.py uses
-    todo = tasks(args.notebooks or known, seeds)  # imports TensorFlow: the workers start afresh, not forked
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+    # tasks() imports TensorFlow: the workers start afresh, not forked
+    todo = tasks(chosen_notebooks(parser, args.notebooks), tuple(variant_seeds(args.variants)))
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=judge_once if args.once else None) as pool:
         rows = [row for found in pool.map(compare, todo) for row in found]
     print(f"{'exercise':10}{'answers':>9}{'same':>7}{'differ':>8}  replayable")
     failed = False

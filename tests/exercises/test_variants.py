@@ -11,7 +11,7 @@ import re
 import nbformat
 import pytest
 
-from answers import exercise_named, fresh_mistakes, mistakes
+from answers import exercise_named, fresh_mistakes, mistakes, variant_seeds
 from mutation.harness import load_equivalents, sample
 from mutation.inprocess import exercises, grade
 from mutation.mutants import TAPE_KINDS, base_kind, generate
@@ -19,7 +19,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.paths import SOLUTIONS, assignment_names
 from tapelab_answers import answer
 
-SEEDS = [1000 + 7919 * i for i in range(int(os.environ.get("TAPELAB_VARIANT_SEEDS", "2")))]
+SEEDS = variant_seeds(int(os.environ.get("TAPELAB_VARIANT_SEEDS", "2")))
 ALL = {e.test_id.removesuffix("_test"): e for nb in assignment_names() for e in exercises(nb)}
 VARIED = sorted(name for name in ALL if exercise_named(name).space.varies)
 FIXED = sorted(set(ALL) - set(VARIED))

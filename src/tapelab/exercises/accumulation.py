@@ -16,7 +16,7 @@ from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
-from tapelab.exercises.keras_cases import mse_gradients, seeded_tanh_model, short_path
+from tapelab.exercises.keras_cases import seeded_tanh_model, short_path, tanh_mse
 
 __all__ = ["ex2_6"]
 
@@ -80,7 +80,7 @@ micro-batches, two full steps, and reads the weights after every call."""
                             cause="no-return" if step is None else None)
 
         def grads_at(weights, lo, hi):
-            return mse_gradients(seed, features, weights, x[lo * rows:hi * rows], y[lo * rows:hi * rows])
+            return tanh_mse(weights, x[lo * rows:hi * rows], y[lo * rows:hi * rows])[1]
 
         def moved(weights, direction, factor=1.0):
             return [w - factor * lr * g for w, g in zip(weights, direction)]
@@ -107,22 +107,21 @@ micro-batches, two full steps, and reads the weights after every call."""
                 continue
             round_ = call // k
             self._applied(now, full[round_], full[round_ - 1], call, k, lr, names, facts, lambda: self._others(
-                seed, features, x, y, rows, round_, full, lr, k))
+                x, y, rows, round_, full, lr, k))
             kept = full[round_]
 
-    def _others(self, seed, features, x, y, rows, round_, full, lr, k) -> dict:
+    def _others(self, x, y, rows, round_, full, lr, k) -> dict:
         """The weights of the known slips at the end of round `round_` (1 or 2), from the round's start."""
         begin = full[round_ - 1]
         lo = (round_ - 1) * k
-        micro = [mse_gradients(seed, features, begin, x[(lo + i) * rows:(lo + i + 1) * rows],
-                            y[(lo + i) * rows:(lo + i + 1) * rows]) for i in range(k)]
+        micro = [tanh_mse(begin, x[(lo + i) * rows:(lo + i + 1) * rows], y[(lo + i) * rows:(lo + i + 1) * rows])[1]
+                 for i in range(k)]
         total = [sum(parts) for parts in zip(*micro)]
         found = {"summed": [w - lr * s for w, s in zip(begin, total)],
                  "last only": [w - lr * g / k for w, g in zip(begin, micro[-1])],
                  "last only, not divided": [w - lr * g for w, g in zip(begin, micro[-1])]}
         if round_ == 2:
-            first = [mse_gradients(seed, features, full[0], x[i * rows:(i + 1) * rows], y[i * rows:(i + 1) * rows])
-                     for i in range(k)]
+            first = [tanh_mse(full[0], x[i * rows:(i + 1) * rows], y[i * rows:(i + 1) * rows])[1] for i in range(k)]
             old = [sum(parts) for parts in zip(*first)]
             found["not reset"] = [w - lr * (s + o) / k for w, s, o in zip(begin, total, old)]
         return found

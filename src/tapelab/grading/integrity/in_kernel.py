@@ -24,6 +24,7 @@ submission and void the check it surrounds: tampering can only cost the student.
 
 
 def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
+    import gc
     import importlib
     import itertools
     import json
@@ -124,13 +125,19 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
                 and all(map(is_, flatten(map(values_of, spaces)), values))
                 and tuple(map(len, spaces)) == lengths)  # a thread may run between the C loops
 
-    saved_modules = snapshot_modules(False)
-    for module, attr in (("builtins", "input"), ("getpass", "getpass"), ("sys", "excepthook")):  # set per request
-        saved_modules.get(module, (None, {}))[1].pop(attr, None)
-    saved_classes = snapshot_classes(saved_modules)
-    module_blocks, class_blocks = in_blocks(saved_modules), in_blocks(saved_classes)
-    ours = {"modules": snapshot_modules(True)}
-    ours["classes"] = snapshot_classes(ours["modules"])
+    collecting = gc.isenabled()
+    gc.disable()  # the snapshot makes some 20,000 containers: collections in between would walk all of TensorFlow
+    try:
+        saved_modules = snapshot_modules(False)
+        for module, attr in (("builtins", "input"), ("getpass", "getpass"), ("sys", "excepthook")):  # set per request
+            saved_modules.get(module, (None, {}))[1].pop(attr, None)
+        saved_classes = snapshot_classes(saved_modules)
+        module_blocks, class_blocks = in_blocks(saved_modules), in_blocks(saved_classes)
+        ours = {"modules": snapshot_modules(True)}
+        ours["classes"] = snapshot_classes(ours["modules"])
+    finally:
+        if collecting:
+            gc.enable()
     saved_sys = {n: getattr(sys, n) for n in ("displayhook", "stdout", "stderr", "audit")}
     shell_parts = ("display_formatter", "displayhook", "display_pub", "compile", "events", "InteractiveTB",
                    "SyntaxTB", "history_manager", "payload_manager", "builtin_trap", "display_trap",
