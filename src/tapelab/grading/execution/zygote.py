@@ -25,8 +25,8 @@ pointed at ipykernel's streams, as if the imports had run in the kernel, and the
 that the imports of ipykernel's start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker). One difference
 is on purpose: what the zygote imported is frozen out of the garbage collector's generations before each fork
-(`gc.freeze`, `gc.get_freeze_count()` > 0 in a warm kernel), so a kernel's full collections never walk those half
-a million objects, which live as long as the kernel anyway (a full collection: about 0.07 s instead of 0.4 s).
+(`gc.freeze`, `gc.get_freeze_count()` > 0 in a warm kernel), so a kernel's full collections never walk those
+350,000 or so objects, which live as long as the kernel anyway (a full collection: about 0.07 s instead of 0.4 s).
 """
 from __future__ import annotations
 
@@ -230,7 +230,7 @@ def _forked(body, failure: str) -> dict:
     if problem:
         return {"error": f"the zygote refused to fork: {problem}"}
     status_read, status_write = os.pipe()
-    gc.freeze()  # what this process holds (TensorFlow's half a million objects) is never scanned by a child's collections
+    gc.freeze()  # what this process holds (TensorFlow's objects, mostly) is never scanned by a child's collections
     pid = os.fork()
     if pid == 0:
         def child() -> int:
