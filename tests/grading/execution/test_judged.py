@@ -31,6 +31,9 @@ def _solution(answer_1_1: str | None = None, extra: str | None = None) -> str:
     return nbformat.writes(nb)
 
 
+ON_SYS = "import sys\nprint('snapshot on sys:', hasattr(sys, '_tapelab_guard_snapshot'))"
+
+
 def _run(nb_json: str, kernels: str = "warm") -> tuple[dict, nbformat.NotebookNode]:
     settings = worker.Settings(120, 600, 10**7, Sandbox(isolate=True, rlimits=True, kernels=kernels),
                                restore_imports=IMPORTS, packages=frozenset({"tapelab", "tensorflow", "numpy"}))
@@ -50,7 +53,7 @@ def _feedback(cell) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def graded():
-    return {"reference": _run(_solution()), "returns-y": _run(_solution(RETURNS_Y)),
+    return {"reference": _run(_solution(extra=ON_SYS)), "returns-y": _run(_solution(RETURNS_Y)),
             "forged": _run(_solution(extra="import tapelab.checker.replay as r\nr.taken = lambda: "
                                            "['{\"answer\": {}, \"runs\": [{\"value\": {\"x\": 1}}]}']")),
             "cold": _run(_solution(RETURNS_Y), kernels="cold")}
@@ -64,6 +67,13 @@ def test_a_warm_kernels_checks_are_judged_in_a_process_the_zygote_forks_and_a_re
         cell = _test_cell(nb, f"ex1_{number}_test")
         assert [o["output_type"] for o in cell.outputs] == ["display_data"], cell.outputs
         assert "Correct: Exercise 1." in cell.outputs[0]["data"]["text/plain"]
+
+
+def test_the_guard_took_the_zygotes_snapshot_off_sys_before_the_first_cell(graded):
+    """The snapshot a warm kernel's zygote hands its guard (integrity/in_kernel.py) is gone before notebook code runs."""
+    facts, nb = graded["reference"]
+    printed = [o.get("text", "") for c in nb.cells if c.cell_type == "code" and c.source == ON_SYS for o in c.outputs]
+    assert facts["kernel"] == "warm" and printed == ["snapshot on sys: False\n"], (facts["kernel"], printed)
 
 
 def test_a_wrong_answer_gets_the_judges_named_failure_and_an_error_output(graded):

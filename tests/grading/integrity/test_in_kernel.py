@@ -2,17 +2,24 @@
 
 The guard's audit hook cannot be removed, so each test runs it in a subprocess: the script installs the
 guard as the worker's prologue does, lets "student code" patch module functions and class methods
-during checks, and prints what the checker would then see and what the next guard step reports.
+during checks, and prints what the checker would then see and what the next guard step reports. Each
+runs three ways: as a cold kernel's prologue (the guard snapshots everything), after a zygote's snapshot
+was handed over on `sys` (a warm kernel's), and on a Python whose dicts have no version tag to read (the
+guard's reader then finds none: every scan compares every namespace).
 """
 import json
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SETUP = textwrap.dedent('''
     import json, sys, fractions, textwrap
     from IPython.core.interactiveshell import InteractiveShell
+    from tapelab.grading.integrity import channel
     from tapelab.grading.integrity.channel import REPORT_EXPRESSION, Session
+    WAY
 
     shell = InteractiveShell.instance()
     session = Session(imports=[], sys_path=list(sys.path))
@@ -92,26 +99,49 @@ MODES = SETUP + textwrap.dedent('''
 ''')
 
 
-def _run(script: str) -> dict:
+# What each way does before the shell starts and the prologue runs (a zygote snapshots before ipykernel starts).
+WAYS = {
+    "cold": "",
+    "handed over": "from tapelab.grading.integrity import in_kernel\n"
+                   "vars(sys)[in_kernel.HANDOVER] = in_kernel.snapshot()",
+    "no version tags": "channel._SOURCE = channel._SOURCE.replace('VERSION_AT = 24', 'VERSION_AT = 8')",  # a type
+}
+
+HANDOVER = SETUP + textwrap.dedent('''
+    real_dedent = textwrap.dedent
+    seen = {"on sys": hasattr(sys, "_tapelab_guard_snapshot"), "start": report()}
+    textwrap.dedent = lambda text: "patched"
+    sys.audit("tapelab.guard.check")
+    seen["patch"] = [textwrap.dedent is real_dedent, report()]
+    print(json.dumps(seen))
+''')
+
+ways = pytest.mark.parametrize("way", list(WAYS))
+
+
+def _run(script: str, way: str = "cold") -> dict:
+    script = script.replace("WAY", WAYS[way], 1)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_a_patch_made_during_a_check_is_undone_before_the_checker_compares_and_reported():
+@ways
+def test_a_patch_made_during_a_check_is_undone_before_the_checker_compares_and_reported(way):
     """Are a class method and a module function that student code replaced during a check both restored
     when the check event fires (so the comparison after it sees the real ones), and named by the next step?"""
-    outcome = _run(PATCHES)
+    outcome = _run(PATCHES, way)
     assert outcome["before"] == [], outcome
     assert outcome["seen"] == {"class_restored": True, "module_restored": True, "half_equals_one": False}, outcome
     after = " ".join(outcome["after"])
     assert "fractions.Fraction.__eq__ was changed" in after and "textwrap.dedent was replaced" in after, outcome
 
 
-def test_a_class_whose_data_changed_is_still_watched_for_patches():
+@ways
+def test_a_class_whose_data_changed_is_still_watched_for_patches(way):
     """Is a data attribute written on a class left alone and unreported, and are a method replaced on that
     class afterwards, and a method deleted while another is added, still undone and named?"""
-    seen = _run(SEQUENCE)
+    seen = _run(SEQUENCE, way)
     assert seen["start"] == [] and seen["data"] == [[], 1], seen
     assert seen["patch"] == [True, ["fractions.Fraction.__eq__ was changed"]], seen
     restored, cheat, found = seen["swap"]
@@ -119,22 +149,46 @@ def test_a_class_whose_data_changed_is_still_watched_for_patches():
     assert sorted(found) == ["fractions.Fraction.cheat was added", "fractions.Fraction.limit_denominator was changed"]
 
 
-def test_a_module_whose_data_changed_is_still_watched_for_patches():
+@ways
+def test_a_module_whose_data_changed_is_still_watched_for_patches(way):
     """Is a data attribute written on a module left alone and unreported, and are a function replaced in that
     module afterwards, and a function deleted while another name is added (the module keeps its number of
     names), still undone and named?"""
-    seen = _run(MODULE_SEQUENCE)
+    seen = _run(MODULE_SEQUENCE, way)
     assert seen["start"] == [] and seen["data"] == [[], 1], seen
     assert seen["patch"] == [True, ["textwrap.dedent was replaced"]], seen
     assert seen["swap"] == [True, ["textwrap.indent was deleted"]], seen
 
 
-def test_a_step_no_check_follows_restores_tapelab_without_reimporting_it():
+@ways
+def test_a_step_no_check_follows_restores_tapelab_without_reimporting_it(way):
     """Does a restore-only step undo and name a patch of tapelab's own function while keeping its modules,
     does the next step (before a check) import them afresh, and is a request whose mode was changed refused?"""
     from tapelab.grading.integrity.channel import _MISSING
 
-    seen = _run(MODES)
+    seen = _run(MODES, way)
     assert seen["restore"] == ["tapelab.grading.integrity.scan.scan was replaced"], seen
     assert seen["kept"] and seen["fresh"] == [] and seen["reimported"], seen
     assert seen["forged"] == [_MISSING], seen
+
+
+def test_a_kernel_takes_the_zygotes_snapshot_off_sys_and_watches_what_it_holds():
+    """After the prologue, is the snapshot a zygote handed over gone from `sys` (where the notebook could reach
+    it), and is a patch of a module that snapshot holds (textwrap, loaded before it) still undone and named?"""
+    seen = _run(HANDOVER, "handed over")
+    assert seen["on sys"] is False and seen["start"] == [], seen
+    assert seen["patch"] == [True, ["textwrap.dedent was replaced"]], seen
+
+
+def test_the_reader_of_version_tags_reads_them_and_without_them_never_reads_the_same_twice():
+    """Does the guard's reader give a dict a new version at each write and the same one without, and where it finds
+    no tag (a wrong place to read), does it fall back to values that differ at every read?"""
+    from tapelab.grading.integrity import channel
+
+    for offset, tags in ((24, True), (8, False)):
+        namespace: dict = {}
+        exec(channel._SOURCE.replace("VERSION_AT = 24", f"VERSION_AT = {offset}"), namespace)
+        read, probe = namespace["namespace_versions"](), {"x": 1}
+        first, second = read(id(probe)), read(id(probe))
+        probe["x"] = 2
+        assert (first == second and read(id(probe)) != second) if tags else len({first, second, read(id(probe))}) == 3

@@ -27,6 +27,10 @@ interpreter starts: its hash seed (random per zygote, the same for the kernels o
 is on purpose: what the zygote imported is frozen out of the garbage collector's generations before each fork
 (`gc.freeze`, `gc.get_freeze_count()` > 0 in a warm kernel), so a kernel's full collections never walk those
 350,000 or so objects, which live as long as the kernel anyway (a full collection: about 0.07 s instead of 0.4 s).
+And the kernel guard's snapshot of all it imported is taken here, once (integrity/in_kernel.py `snapshot`), and
+left on `sys` for a guarded kernel's prologue, which takes it off before any notebook code runs and snapshots only
+what changed since; in a kernel run without the guard it stays there (it holds modules, classes and their
+functions: nothing the notebook cannot reach anyway).
 """
 from __future__ import annotations
 
@@ -65,10 +69,10 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
 _state: dict = {}  # set once by `_prepare`: the socket, the stream bindings, the home folders, ...
 
 
-def _sibling(name: str) -> types.ModuleType:
-    """A module of this folder, loaded by its path (this process does not import tapelab)."""
-    spec = importlib.util.spec_from_file_location(f"tapelab_{name}", os.path.join(os.path.dirname(__file__),
-                                                                                 f"{name}.py"))
+def _sibling(path: str) -> types.ModuleType:
+    """A module of tapelab's grading package by its path from this folder (this process does not import tapelab)."""
+    spec = importlib.util.spec_from_file_location(f"tapelab_{os.path.basename(path)}",
+                                                  os.path.join(os.path.dirname(__file__), f"{path}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -140,6 +144,8 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     homes = [root for root, _, _ in os.walk(home)]
     _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
+    guard = _sibling("../integrity/in_kernel")
+    vars(sys)[guard.HANDOVER] = guard.snapshot()  # each kernel's guard takes it over (and off `sys`) in its prologue
     problem = _fork_problem(allowed)
     if problem:
         raise RuntimeError(problem)

@@ -4,14 +4,19 @@ This file is never imported by the kernel: the worker sends its source in the pr
 channel.Session), which runs before the first notebook cell. `_install` then
 - imports the notebook's trusted tapelab modules (and with them NumPy, TensorFlow, Keras),
 - snapshots every loaded module's functions, classes and submodules, the classes' methods,
-  `sys.modules`, and IPython's and ipykernel's components,
+  `sys.modules`, and IPython's and ipykernel's components. A warm kernel's zygote took that snapshot
+  once, before it forked (`snapshot`, handed over on `sys` and taken off it here): the prologue then
+  takes again only what was loaded, replaced or written since, so a kernel neither redoes the work nor
+  touches (and copies) the pages of the zygote's objects,
 - adds an audit hook (audit hooks cannot be removed) that holds all of that in its closure and
   * blocks `gc.get_objects/get_referrers/get_referents` and ctypes memory access (the only ways
     to reach the closure), recording each attempt,
   * notes the class attribute writes CPython audits (only a few special attributes: an ordinary
     `Cls.attr = value` raises no audit event, so every other class patch is found by comparing the
-    classes with their snapshot, which each check and each step does: a block of 64 namespaces whose
-    keys and values are all the very objects of the last scan is passed over in a few C loops),
+    classes with their snapshot, which each check and each step does). A scan compares only the
+    namespaces written since the last one: CPython gives a dict a new version tag (PEP 509) at each
+    write, and the guard reads the tags of all watched namespaces by address, in C, in about a
+    millisecond (`Watched.written`); the others are never looked at,
   * answers "tapelab.guard" requests: the n-th request must carry HMAC(secret, n and its mode); it
     restores everything, in mode "fresh" re-imports tapelab fresh from disk and re-runs the trusted
     imports in the user namespace (the executor asks for it before each check, not after the last
@@ -22,41 +27,141 @@ A forged request, a missing or forged report, or any finding makes the executor 
 submission and void the check it surrounds: tampering can only cost the student.
 """
 
+# Bound once, when the prologue runs this source (before any notebook code): nothing below looks a module up later.
+from array import array
+from gc import get_referents
+from itertools import compress, count
+from operator import ne
+import sys
+from types import ModuleType
+
+from _ctypes import _SimpleCData
+
+MODULES = sys.modules
+VERSION_AT = 24  # bytes into a CPython dict where PEP 509's version tag is (CPython 3.11 to 3.13)
+HANDOVER = "_tapelab_guard_snapshot"  # `sys`'s attribute for the zygote's snapshot, until a kernel's prologue takes it
+
+
+def namespace_versions():
+    """A reader of a dict's version tag by the dict's address: CPython gives every write to a dict a new one.
+    It reads in C through a private ctypes class on an immutable base, so nothing the notebook can reach or
+    patch is on its path. On a Python where it reads no such tag, each read is new: every namespace then
+    looks written and each scan compares them all, as slowly as that is."""
+    class Word(_SimpleCData):
+        _type_ = "Q"
+
+    def read(address):
+        return Word.from_address(address + VERSION_AT).value
+
+    probe = {"a": 0, "b": 0}
+    before = read(id(probe))
+    probe["a"] = 1  # a write that neither resizes nor moves the dict's table
+    if read(id(probe)) != before:
+        return read
+    return lambda address, counter=count(): next(counter)
+
+
+class Watched:
+    """Modules or classes by key, each kept as [owner, its API names], and the address and last seen version
+    of each one's namespace (`array`s: reading them touches none of the objects a zygote shares with its kernels)."""
+
+    def __init__(self, read, parts=None):
+        self.read, self.listed = read, None  # listed: sys.modules's version when its entries were last compared
+        self.entries, self.keys, self.index, self.at, self.seen = parts or ({}, [], {}, array("Q"), array("Q"))
+
+    def parts(self):
+        return self.entries, self.keys, self.index, self.at, self.seen
+
+    def take(self, key, owner):
+        """Watch `owner` under `key` from now on, with its API names as they are now."""
+        space = vars(owner)
+        address = id(space) if type(space) is dict else id(get_referents(space)[0])  # a class's: behind its proxy
+        version = self.read(address)  # read first: a write after it is a change the next scan sees
+        self.entries[key] = [owner, api_names(space)]
+        if key in self.index:
+            self.at[self.index[key]], self.seen[self.index[key]] = address, version
+        else:
+            self.index[key] = len(self.keys)
+            self.keys.append(key)
+            self.at.append(address)
+            self.seen.append(version)
+
+    def written(self):
+        """The keys whose namespaces were written since they were last seen; from now on they count as seen."""
+        now = array("Q", map(self.read, self.at))
+        if now == self.seen:
+            return []
+        keys = list(compress(self.keys, map(ne, now, self.seen)))
+        self.seen = now
+        return keys
+
+
+API_KINDS = (ModuleType, property, staticmethod, classmethod)
+
+
+def api(value):
+    """A function, class, module or descriptor: what a patch replaces (a namespace's other values are its data)."""
+    return callable(value) or isinstance(value, API_KINDS)
+
+
+def api_names(space):
+    """`api` written out: the snapshot's hot loop, over every loaded name."""
+    return {k: v for k, v in space.items() if callable(v) or isinstance(v, API_KINDS)}
+
+
+def watch(modules_w, classes_w, names, ours, skip):
+    """Watch the modules `names` of `sys.modules` (tapelab's when `ours`, else the others), but not the one whose
+    namespace is `skip` (the notebook's), and the heap classes they name that `classes_w` does not watch yet."""
+    for name in names:
+        module = MODULES.get(name)
+        if (isinstance(module, ModuleType) and (name == "tapelab" or name.startswith("tapelab.")) == ours
+                and vars(module) is not skip):
+            modules_w.take(name, module)
+            for value in modules_w.entries[name][1].values():
+                if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes_w.index:
+                    classes_w.take(id(value), value)
+
+
+def snapshot():
+    """What a zygote hands to the kernels it forks (on `sys`, as HANDOVER): every loaded module but tapelab's
+    and the classes they name, taken once; a kernel's prologue then watches only what changed since."""
+    import gc
+
+    read = namespace_versions()
+    modules_w, classes_w = Watched(read), Watched(read)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        watch(modules_w, classes_w, list(MODULES), ours=False, skip=vars(MODULES["__main__"]))
+    finally:
+        if collecting:
+            gc.enable()
+    return {"modules": modules_w.parts(), "classes": classes_w.parts()}
+
 
 def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on purpose: its state is private
     import gc
     import importlib
-    import itertools
     import json
     import linecache
-    from operator import is_, methodcaller
     from os.path import isfile
     import sys
     import threading
-    import types
     from _hashlib import compare_digest, hmac_digest  # C functions: no Python code to patch
 
     from IPython.core.interactiveshell import InteractiveShell
 
+    taken = vars(sys).pop(HANDOVER, None)  # a warm kernel's: its zygote's snapshot, from before the fork
     key = bytes.fromhex(secret)
     dumps = json.dumps
-    modules = sys.modules
+    modules = MODULES
     shell = InteractiveShell._instance
     kernel = getattr(shell, "kernel", None)
-    module_type, type_set, type_del = types.ModuleType, type.__setattr__, type.__delattr__
+    type_set, type_del = type.__setattr__, type.__delattr__
     missing = object()
-    flatten = itertools.chain.from_iterable
-    values_of = methodcaller("values")  # C for a dict and a mappingproxy, builtin types: nothing to patch
-    block_size = 64
     state = {"n": 0, "busy": False, "findings": []}
-
-    api_kinds = (module_type, property, staticmethod, classmethod)
-
-    def api(value):
-        return callable(value) or isinstance(value, api_kinds)
-
-    def api_names(namespace):  # api(v) written out: the snapshot's hot loop, over every loaded name
-        return {k: v for k, v in namespace.items() if callable(v) or isinstance(v, api_kinds)}
+    read = namespace_versions()
+    sys_modules = id(modules)
 
     def run_trusted_imports():
         for statement in imports:
@@ -73,68 +178,26 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
     if pyplot is not None:
         pyplot.switch_backend(modules["matplotlib"].get_backend())
 
-    def whole(owner):
-        """Every key and value of a module's or class's namespace, in order: unchanged when all are the same objects."""
-        current = vars(owner)
-        return tuple(current), tuple(current.values())
-
-    def unchanged(current, keys, values):
-        """Identity only (never ==, which could run the notebook's code), in C and in the namespace's own order,
-        so no key is looked up: most modules and classes never change between two scans."""
-        return (len(current) == len(keys) and all(map(is_, current, keys)) and all(map(is_, current.values(), values))
-                and len(current) == len(keys))  # each map is one C loop; a thread may run between them
-
-    def snapshot_modules(ours):
-        saved = {}
-        for name, module in list(modules.items()):
-            if ((name == "tapelab" or name.startswith("tapelab.")) == ours and isinstance(module, module_type)
-                    and vars(module) is not shell.user_ns):
-                saved[name] = [module, api_names(vars(module)), *whole(module)]
-        return saved
-
-    def snapshot_classes(saved_modules):
-        classes = {}
-        for entry in saved_modules.values():
-            for value in entry[1].values():
-                if isinstance(value, type) and value.__flags__ & (1 << 9) and id(value) not in classes:
-                    classes[id(value)] = [value, api_names(vars(value)), *whole(value)]
-        return classes
-
-    def fingerprint(owners):
-        """The owners' namespaces flattened in C: their lengths, then all their keys, then all their values."""
-        spaces = list(map(vars, owners))
-        return tuple(map(len, spaces)), tuple(flatten(spaces)), tuple(flatten(map(values_of, spaces)))
-
-    def in_blocks(saved):
-        """A snapshot's entries in blocks, each [keys, owners, fingerprint...]: a scan passes over a block whose
-        namespaces all still hold the very same keys and values in a few C loops, and looks entry by entry only
-        into a block where something changed (a module's or class's data may change; the rest stays the same)."""
-        order = list(saved)
-        blocks = []
-        for start in range(0, len(order), block_size):
-            keys = tuple(order[start:start + block_size])
-            owners = tuple(saved[k][0] for k in keys)
-            blocks.append([keys, owners, *fingerprint(owners)])
-        return blocks
-
-    def holds(block):
-        """Identity only, as `unchanged`, for a whole block at once."""
-        _, owners, lengths, keys, values = block
-        spaces = list(map(vars, owners))
-        return (tuple(map(len, spaces)) == lengths and all(map(is_, flatten(spaces), keys))
-                and all(map(is_, flatten(map(values_of, spaces)), values))
-                and tuple(map(len, spaces)) == lengths)  # a thread may run between the C loops
+    def watch_ours():
+        ours_w = [Watched(read), Watched(read)]
+        watch(*ours_w, tapelab_modules(), ours=True, skip=shell.user_ns)
+        return ours_w
 
     collecting = gc.isenabled()
     gc.disable()  # the snapshot makes some 20,000 containers: collections in between would walk all of TensorFlow
     try:
-        saved_modules = snapshot_modules(False)
+        if taken is None:  # a cold kernel: everything loaded now
+            saved, saved_classes = Watched(read), Watched(read)
+            fresh = list(modules)
+        else:  # what the zygote took, and what was loaded, replaced or written since (no notebook code ran yet)
+            saved, saved_classes = Watched(read, taken["modules"]), Watched(read, taken["classes"])
+            fresh = [n for n in list(modules) if saved.entries.get(n, (None,))[0] is not modules[n]] + saved.written()
+            for ident in saved_classes.written():
+                saved_classes.take(ident, saved_classes.entries[ident][0])
+        watch(saved, saved_classes, fresh, ours=False, skip=shell.user_ns)
         for module, attr in (("builtins", "input"), ("getpass", "getpass"), ("sys", "excepthook")):  # set per request
-            saved_modules.get(module, (None, {}))[1].pop(attr, None)
-        saved_classes = snapshot_classes(saved_modules)
-        module_blocks, class_blocks = in_blocks(saved_modules), in_blocks(saved_classes)
-        ours = {"modules": snapshot_modules(True)}
-        ours["classes"] = snapshot_classes(ours["modules"])
+            saved.entries.get(module, (None, {}))[1].pop(attr, None)
+        ours = watch_ours()
     finally:
         if collecting:
             gc.enable()
@@ -170,57 +233,50 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         if text not in state["findings"]:
             state["findings"].append(text)
 
-    def restore_names(saved_modules=saved_modules, only=None):
-        for name in saved_modules if only is None else only:
-            entry = saved_modules[name]
-            module, names, keys, values = entry
-            if modules.get(name, module) is not module:
-                note(f"sys.modules[{name!r}] was replaced")
-                modules[name] = module
+    def restore_names(watched, names):
+        for name in names:
+            module, saved_names = watched.entries[name]
             current = vars(module)
-            if unchanged(current, keys, values):
-                continue
-            for attr, value in names.items():
+            for attr, value in saved_names.items():
                 now = current.get(attr, missing)
                 if now is value:
                     continue
-                if isinstance(value, module_type) and isinstance(now, module_type) and now.__name__ == value.__name__:
-                    names[attr] = now  # a lazy module replaced by the real one
+                if isinstance(value, ModuleType) and isinstance(now, ModuleType) and now.__name__ == value.__name__:
+                    saved_names[attr] = now  # a lazy module replaced by the real one
                     continue
                 note(f"{name}.{attr} was {'deleted' if now is missing else 'replaced'}")
                 current[attr] = value
-            entry[2:] = whole(module)  # what the checks compare is restored; the rest (data) may change freely
 
-    def restore_classes(ids, saved_classes=saved_classes):
+    def restore_classes(watched, ids):
         for ident in ids:
-            entry = saved_classes[ident]
-            cls, saved, keys, values = entry
+            cls, saved_names = watched.entries[ident]
             current = vars(cls)
-            if unchanged(current, keys, values):
-                continue
-            for attr, value in saved.items():
+            for attr, value in saved_names.items():
                 if current.get(attr, missing) is not value and attr not in ("__dict__", "__weakref__", "__doc__"):
                     note(f"{cls.__module__}.{cls.__qualname__}.{attr} was changed")
                     type_set(cls, attr, value)
-            for attr in [a for a in current if a not in saved]:
+            for attr in [a for a in current if a not in saved_names]:
                 if api(current[attr]):
                     note(f"{cls.__module__}.{cls.__qualname__}.{attr} was added")
                     type_del(cls, attr)
-            entry[2:] = whole(cls)  # what the checks compare is restored; the rest (data) may change freely
 
-    def scan_modules():
-        for block in module_blocks:
-            keys, owners = block[0], block[1]
-            if all(map(is_, map(modules.get, keys, owners), owners)) and holds(block):
-                continue
-            restore_names(saved_modules, keys)
-            block[2:] = fingerprint(owners)
+    def restore_entries(watched):
+        """sys.modules's entries as `watched` holds them: looked at only when sys.modules was written since."""
+        now = read(sys_modules)
+        if now == watched.listed:
+            return
+        watched.listed = now
+        for name, (module, _) in watched.entries.items():
+            if modules.get(name, module) is not module:
+                note(f"sys.modules[{name!r}] was replaced")
+                modules[name] = module
 
-    def scan_classes():
-        for block in class_blocks:
-            if not holds(block):
-                restore_classes(block[0])
-                block[2:] = fingerprint(block[1])
+    def scan(watched_modules, watched_classes):
+        """Every watched namespace written since the last scan compared with its snapshot, and restored: the
+        version tags tell which (a few C loops over addresses); the others are never touched."""
+        restore_entries(watched_modules)
+        restore_names(watched_modules, watched_modules.written())
+        restore_classes(watched_classes, watched_classes.written())
 
     def restore_runtime():
         sys.settrace(None)
@@ -259,19 +315,16 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             note(f"{running} thread(s) running the notebook's own code")
 
     def restore_all(fresh):
-        scan_modules()
-        scan_classes()
+        scan(saved, saved_classes)
         restore_runtime()
-        restore_names(ours["modules"])  # restored, and when `fresh`, then re-imported from disk
-        restore_classes(list(ours["classes"]), ours["classes"])
+        scan(*ours)
         if not fresh:  # no check follows before the next step, which re-imports (the executor's choice)
             return
         for name in tapelab_modules():
             del modules[name]
         importlib.invalidate_caches()
         run_trusted_imports()
-        ours["modules"] = snapshot_modules(True)
-        ours["classes"] = snapshot_classes(ours["modules"])
+        ours[:] = watch_ours()
 
     def mac(text):
         return hmac_digest(key, text.encode(), "sha256").hex()
@@ -285,7 +338,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
             return
         if event == "object.__setattr__" or event == "object.__delattr__":
             target = args[0]
-            if isinstance(target, type) and id(target) in saved_classes and (
+            if isinstance(target, type) and id(target) in saved_classes.index and (
                     event == "object.__delattr__" or api(args[2])):
                 note(f"{target.__module__}.{target.__qualname__}.{args[1]} was written")
             return
@@ -295,8 +348,7 @@ def _install(secret, imports, path, allowed):  # noqa: C901 - one closure on pur
         if event == "tapelab.guard.check":
             state["busy"] = True
             try:
-                scan_modules()
-                scan_classes()
+                scan(saved, saved_classes)  # tapelab's own modules: at each step (the checks hold theirs from import)
             finally:
                 state["busy"] = False
             return
