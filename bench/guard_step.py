@@ -3,7 +3,8 @@
     python bench/guard_step.py [--notebook 06_fit_vs_custom] [--base REVISION] [--rounds 3] [--steps 8]
 
 Each version runs in its own interpreter (the guard's audit hook cannot be removed), set up as a warm grading kernel
-is: NumPy, TensorFlow, Keras and pyplot imported first (the zygote's preload), an IPython shell, then the guard's
+is: NumPy, TensorFlow, Keras and pyplot imported first (the zygote's preload), the zygote's snapshot for the guard
+when the version has one (in_kernel.py `snapshot`, taken outside the timing), an IPython shell, then the guard's
 prologue (`channel.Session` and in_kernel.py of the version under test) with the notebook's trusted imports, read from
 solutions/<notebook>.ipynb as `Course.trusted_imports` reads the instructor's notebook. Then, `--steps` times: a small
 Keras fit and a gradient (so TensorFlow's own modules and classes change as they do while cells run), a fresh step
@@ -42,6 +43,11 @@ channel = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(channel)
 for name in [m for m in sys.modules if m.startswith("tapelab.") and ".grading." not in m]:
     del sys.modules[name]  # the kernel's first import of the notebook's tapelab modules is the prologue's
+spec = importlib.util.spec_from_file_location("guard_in_kernel", f"{folder}/in_kernel.py")
+in_kernel = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(in_kernel)
+if hasattr(in_kernel, "snapshot"):  # a version whose zygote hands its snapshot to the kernel's prologue
+    vars(sys)[in_kernel.HANDOVER] = in_kernel.snapshot()
 shell = InteractiveShell.instance()
 session = channel.Session(imports, list(sys.path))
 times = {"prologue": [], "fresh step": [], "check": [], "restore step": []}
