@@ -38,7 +38,7 @@ from types import ModuleType
 from _ctypes import _SimpleCData
 
 MODULES = sys.modules
-VERSION_AT = 24  # bytes into a CPython dict where PEP 509's version tag is (CPython 3.11 to 3.13)
+VERSION_AT = 24  # bytes into a CPython 3.11 dict where its PEP 509 version tag is (`namespace_versions` checks it)
 HANDOVER = "_tapelab_guard_snapshot"  # `sys`'s attribute for the zygote's snapshot, until a kernel's prologue takes it
 
 
