@@ -89,6 +89,7 @@ bench: venv
 	$(BIN)/python bench/kernel_start.py --compare ready
 	$(BIN)/python bench/kernel_start.py --compare reconnect
 	$(BIN)/python bench/kernel_start.py --compare stop
+	$(BIN)/python bench/kernel_start.py --compare view
 	$(BIN)/python bench/guard_step.py
 	$(BIN)/python bench/guard_step.py --notebook 01_basic_tape
 	$(BIN)/python bench/feedback_pages.py

@@ -46,8 +46,10 @@ STAGES = {
     "insight": {"grades"},
     "exports": {"grades"},
 }
-# Modules that run where tapelab is not imported: sent as source into the kernel, or the zygote's own process.
-STANDALONE = {"tapelab.grading.integrity.in_kernel", "tapelab.grading.execution.zygote"}
+# Modules that run where tapelab is not imported: sent as source into the kernel, the zygote's own process, or
+# the kernel's view (loaded by the zygote by its path, run as a script on the cold path).
+STANDALONE = {"tapelab.grading.integrity.in_kernel", "tapelab.grading.execution.zygote",
+              "tapelab.grading.execution.mountcalls"}
 # Third-party packages a unit must never import (lint runs in pre-commit hooks and CI, without them); an import
 # guarded by `except ImportError` with a fallback (lint's use of IPython where it is installed) is not one.
 HEAVY = {"lint": {"tensorflow", "keras", "numpy", "nbgrader", "nbformat", "jsonschema", "sqlalchemy", "IPython"},

@@ -1,23 +1,22 @@
-"""The kernel's view of the host's file systems: the shell script that builds its mount namespace.
+"""The kernel's view of the host's file systems: the plan of mount(2) calls that builds its mount namespace.
 
-Run as root inside a new mount namespace (by `unshare` on the cold path, by the zygote's child on
-the warm one), the script mounts one private tmpfs for every folder others may write, empties the
-folders the kernel must not see, and brings back, at their own paths, the paths it needs (see
+Carried out by `mountcalls` as root inside a new mount namespace (after `unshare` on the cold path, in the
+zygote's child on the warm one), the plan mounts one private tmpfs for every folder others may write,
+empties the folders the kernel must not see, and brings back, at their own paths, the paths it needs (see
 `sandbox` for what that protects).
 """
 from __future__ import annotations
 
 import functools
 import os
-import re
-import shlex
 import stat
 import subprocess
 from pathlib import Path
 
 from tapelab.errors import InfraError
+from tapelab.grading.execution.mountcalls import mounts
 
-__all__ = ["TEMP_DIRS", "ViewError", "drop_siblings", "mount_script"]
+__all__ = ["TEMP_DIRS", "ViewError", "mount_plan"]
 
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # always private, whatever the scan finds
 # File systems that hold no one's files (their writable entries are per process or kernel knobs).
@@ -29,23 +28,12 @@ class ViewError(InfraError, ValueError):
     """No view can be built for these paths (`sandbox` turns it into a SandboxError)."""
 
 
-def _mounts() -> list[tuple[str, str]]:
-    """(mount point, file system type) of every mount this process sees."""
-    found = []
-    with open("/proc/self/mountinfo", "rb") as table:
-        for line in table:
-            left, right = line.split(b" - ", 1)
-            point = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), left.split()[4])
-            found.append((os.fsdecode(point), right.split()[0].decode()))
-    return found
-
-
 @functools.lru_cache(maxsize=None)
 def _shared_writable(extra: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(directories, other files) that every user may write, on the real file systems and in `extra`.
 
     Folders others cannot enter are skipped: nothing in them is reachable, except what `extra` holds."""
-    starts = sorted({p for p, fstype in _mounts() if fstype not in _VIRTUAL and os.path.isdir(p)} | set(extra))
+    starts = sorted({p for p, fstype in mounts() if fstype not in _VIRTUAL and os.path.isdir(p)} | set(extra))
     found = subprocess.run(["find", *starts, "-xdev", "(", "-type", "d", "!", "-perm", "-0001", "-prune", ")",
                             "-o", "-perm", "-0002", "(", "-type", "d", "-printf", "d%p\\0", "-o", "-type", "f,p,s",
                             "-printf", "f%p\\0", ")"], capture_output=True).stdout
@@ -92,37 +80,19 @@ def _staging(covers: dict[str, int], needed: list[str]) -> str:
                        f"environment ({', '.join(needed)}): move the checkout and its .venv elsewhere")
 
 
-def drop_siblings(siblings: str, keep: list[str]) -> str:
-    """Shell commands that unmount every mount whose point starts with `siblings`, but those in `keep`.
-
-    A sibling's mount can vanish before its turn: when its kernel ends, the host removes its folder, which
-    detaches the copies in every other namespace too. So a failed unmount is not an error by itself; one
-    still listed afterwards is."""
-    q = shlex.quote
-    listing = "\n".join(keep)
-    return "\n".join([
-        f"tapelab_siblings() {{ awk -v s={q(siblings)} -v keep={q(listing)} 'BEGIN {{n = split(keep, k, \"\\n\"); "
-        "for (i = 1; i <= n; i++) mine[k[i]] = 1} index($5, s) == 1 && !($5 in mine) {print $5}' /proc/self/mountinfo; }",
-        'tapelab_siblings | while read -r point; do umount -l "$point" 2>/dev/null || :; done',
-        'left=$(tapelab_siblings)',
-        '[ -z "$left" ] || { echo "other kernels\' scratch folders are still mounted: $left" >&2; exit 1; }',
-    ])
-
-
-def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_inodes: int,
-                 siblings: str) -> str:
-    """Shell commands, run as root inside the new mount namespace, that build the kernel's view.
+def mount_plan(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_inodes: int,
+               siblings: str) -> list[list]:
+    """The steps (`mountcalls`' plan) that build the kernel's view, done as root inside its new mount namespace.
 
     Mounts whose point starts with `siblings` (other kernels' scratch folders, copied from the host
-    with the rest) and that are not needed are unmounted first: a kernel's namespace holds no other
+    with the rest) and that are not needed are detached first: a kernel's namespace holds no other
     kernel's files, not even under a cover, and does not keep them alive after that kernel ends."""
     covers, nulls = _covers(hide, needed)
     stage = _staging(covers, needed)
     covers.setdefault(stage, 0o755)  # /run, when no temp folder would do: shown empty
-    q = shlex.quote
     keep = [n for n in needed if _inside(n, os.path.dirname(siblings))]
-    head = ["set -e", drop_siblings(siblings, keep), f"mount -t tmpfs -o size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755,"
-            f"nosuid,nodev tapelab-private {q(stage)}", f"mkdir -m 0700 {q(stage)}/.stage"]
+    head = [["drop", siblings, keep], ["tmpfs", stage, f"size={tmp_bytes},nr_inodes={tmp_inodes},mode=0755"],
+            ["dir", f"{stage}/.stage", 0o700]]
     body, tail, done = [], [], {}  # done: path -> "cover" | "needed", for the paths handled so far
     for n, path in enumerate(sorted({*covers, *needed, *nulls}, key=lambda p: Path(p).parts)):
         above = next((a for a in _ancestors(path) if a in done), None)
@@ -130,16 +100,15 @@ def mount_script(hide: tuple[str, ...], needed: list[str], tmp_bytes: int, tmp_i
         if path in covers:
             if not hidden:  # (a cover in a cover is already hidden, and only shows the way to needed paths)
                 done[path] = "cover"
-                head.append(f"mkdir -m {covers[path]:o} {q(stage)}/{n}")
-                (tail if path == stage else body).append(f"mount --bind {q(stage)}/{n} {q(path)}")
+                head.append(["dir", f"{stage}/{n}", covers[path]])
+                (tail if path == stage else body).append(["bind", f"{stage}/{n}", path])
         elif path in needed:
             done[path] = "needed"
             if hidden:  # bring it back at its own path, through empty folders
-                point = (lambda p: f"mkdir -m 0700 {q(p)}") if os.path.isdir(path) else (lambda p: f": > {q(p)}")
-                head += [point(f"{stage}/.stage/{n}"), f"mount --rbind {q(path)} {q(stage)}/.stage/{n}"]
-                body += [f"[ -d {q(f)} ] || mkdir -m 0711 {q(f)}" for f in reversed(_ancestors(path))
-                         if f != above and _inside(f, above)]
-                body += [point(path), f"mount --move {q(stage)}/.stage/{n} {q(path)}"]
+                point = (lambda p: ["dir", p, 0o700]) if os.path.isdir(path) else (lambda p: ["file", p])
+                head += [point(f"{stage}/.stage/{n}"), ["rbind", path, f"{stage}/.stage/{n}"]]
+                body += [["way", f, 0o711] for f in reversed(_ancestors(path)) if f != above and _inside(f, above)]
+                body += [point(path), ["move", f"{stage}/.stage/{n}", path]]
         elif not hidden:
-            body.append(f"mount --bind /dev/null {q(path)}")
-    return "\n".join([*head, *body, *tail, 'exec "$@"'])
+            body.append(["bind", "/dev/null", path])
+    return [*head, *body, *tail]

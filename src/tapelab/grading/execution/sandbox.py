@@ -20,13 +20,14 @@ Anything unavailable is reported as off in the run's `protections`; grading stil
 The kernel can start cold (this module's command line: a fresh interpreter that imports everything)
 or warm (`zygote`: forked from a process that imported TensorFlow once, or only NumPy for a notebook
 that does not use it). Both paths take the mount
-script (`Slot.mount_script`), the rlimits (`Limits.rlimits`) and the uid from here, so every
-protection above holds alike on both.
+plan (`Slot.mount_plan`, carried out by `mountcalls`), the rlimits (`Limits.rlimits`) and the uid from
+here, so every protection above holds alike on both.
 """
 from __future__ import annotations
 
 import fcntl
 import functools
+import json
 import os
 import shutil
 import signal
@@ -38,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tapelab.errors import UsageError
+from tapelab.grading.execution import mountcalls
 from tapelab.grading.execution.kernels import kernel_sys_path
-from tapelab.grading.execution.mountview import TEMP_DIRS, ViewError, mount_script
+from tapelab.grading.execution.mountview import TEMP_DIRS, ViewError, mount_plan
 
 __all__ = ["KERNEL_ARGS", "TEMP_DIRS", "Limits", "Sandbox", "SandboxError", "Slot", "environment_problem",
            "kernel_start", "probe", "protections", "release_all", "unavailable"]
@@ -291,13 +293,13 @@ class Slot:
             return
         raise RuntimeError(f"all {UID_SLOTS} sandbox uids are busy")
 
-    def mount_script(self, python: str) -> str:
-        """The shell script, run as root in the kernel's new mount namespace, that builds its view of the
-        host; it ends with `exec "$@"` (the cold path's next wrapper, or `true` on the warm path)."""
+    def mount_plan(self, python: str) -> list[list]:
+        """The steps (`mountcalls`' plan), done as root in the kernel's new mount namespace, that build its
+        view of the host."""
         needed = [*_environment(python)[0], os.path.realpath(self.scratch)]
         lim = self.sandbox.limits
         try:
-            return mount_script(self.sandbox.hide, needed, lim.tmp_bytes, lim.tmp_inodes,
+            return mount_plan(self.sandbox.hide, needed, lim.tmp_bytes, lim.tmp_inodes,
                                 f"{os.path.realpath(self.sandbox.scratch_root)}/kernel-")
         except ViewError as error:
             raise SandboxError(str(error)) from None
@@ -308,8 +310,8 @@ class Slot:
         prefix: list[str] = []
         if sb.isolate:
             # The parent-death signal makes `unshare` die with the worker; --kill-child takes the kernel along.
-            prefix += ["setpriv", "--pdeathsig=KILL", "--", *_UNSHARE, "/bin/sh", "-c", self.mount_script(python),
-                       "tapelab-sandbox"]
+            prefix += ["setpriv", "--pdeathsig=KILL", "--", *_UNSHARE, python, "-I", "-S", mountcalls.__file__,
+                       json.dumps(self.mount_plan(python))]
         if sb.rlimits:
             prefix += ["prlimit", *(f"--{name.lower()}={value}" for name, value in sb.limits.rlimits().items()), "--"]
         if sb.isolate:

@@ -254,9 +254,9 @@ class ForkedProvisioner(LocalProvisioner):
             raise ZygoteError(f"not an ipykernel command line: {cmd[:4]}")
         zygote = await asyncio.to_thread(current, cmd[0], self.preload)  # the first start imports for seconds
         cwd = str(kwargs.get("cwd") or self.slot.scratch)
-        env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as launcher and sh add
+        env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as the cold path adds
         request = {"op": "spawn", "uid": self.slot.uid, "cwd": cwd, "env": env, "argv": cmd[len(KERNEL_ARGS) - 1:],
-                   "script": self.slot.mount_script(cmd[0]), "rlimits": self.slot.sandbox.limits.rlimits()}
+                   "view": self.slot.mount_plan(cmd[0]), "rlimits": self.slot.sandbox.limits.rlimits()}
         self.process = ForkedProcess(zygote.ask(request)["pid"], zygote)  # here, so a cancellation cannot orphan it
         self.pid = self.pgid = self.process.pid
         self.cwd = cwd

@@ -16,11 +16,11 @@ thread (importing NumPy starts OpenBLAS's thread pool, the second thread TensorF
 leave: the zygote imports with OPENBLAS_NUM_THREADS=1 and each kernel restores OpenBLAS's default),
 no TensorFlow eager context, no open file but the standard streams and the socket.
 
-A kernel then ends up as a cold one would: same namespaces, mount script, rlimits, uid, cwd,
-environment, sys.path, sys.argv and standard streams; the references the imports took to the
-zygote's stdout and stderr (logging handlers, default arguments) are pointed at ipykernel's streams,
-as if the imports had run in the kernel, and the environment variables that the imports of ipykernel's
-start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
+A kernel then ends up as a cold one would: same namespaces, mount plan (`mountcalls`, which this file
+loads by its path), rlimits, uid, cwd, environment, sys.path, sys.argv and standard streams; the
+references the imports took to the zygote's stdout and stderr (logging handlers, default arguments) are
+pointed at ipykernel's streams, as if the imports had run in the kernel, and the environment variables
+that the imports of ipykernel's start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
 interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
 """
 from __future__ import annotations
@@ -39,7 +39,6 @@ import select
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -56,10 +55,20 @@ USES_TENSORFLOW = frozenset({"tensorflow", "keras", "tapelab"})  # tapelab's exe
 SETUP_SECONDS = 60  # for a child to isolate itself
 CONTEXT_MODULE = "tensorflow.python.eager.context"
 _CLONE = {"mount": 0x00020000, "ipc": 0x08000000, "net": 0x40000000, "pid": 0x20000000}
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 1, 4, 38
-_libc = ctypes.CDLL(None, use_errno=True)
 _state: dict = {}  # set once by `_prepare`: the socket, the stream bindings, the home folders, ...
+
+
+def _sibling(name: str) -> types.ModuleType:
+    """A module of this folder, loaded by its path (this process does not import tapelab)."""
+    spec = importlib.util.spec_from_file_location(f"tapelab_{name}", os.path.join(os.path.dirname(__file__),
+                                                                                 f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_calls = _sibling("mountcalls")  # the kernel's view, and the libc calls this process makes
 
 
 def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
@@ -68,19 +77,9 @@ def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
     return PRELOAD if packages is None or packages & USES_TENSORFLOW else LIGHT
 
 
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{what}: {os.strerror(error)}")
-
-
 def _prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)),
-           f"prctl({option})")
-
-
-def _mount(source: bytes | None, target: bytes, fstype: bytes | None, flags: int) -> None:
-    _check(_libc.mount(source, target, fstype, ctypes.c_ulong(flags), None), f"mount {target.decode()}")
+    _calls.check(_calls.libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                                   ctypes.c_ulong(0)), f"prctl({option})")
 
 
 def _open_fds() -> set[int]:
@@ -297,8 +296,8 @@ def _middle(request: dict, status: int) -> int:
     if os.getppid() != _state["pid"]:
         return 1  # the zygote ended before the signal was armed
     os.setsid()  # the executor kills the process group: this one and the kernel
-    _check(_libc.unshare(ctypes.c_int(sum(_CLONE.values()))), "unshare")
-    _mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
+    _calls.check(_calls.libc.unshare(ctypes.c_int(sum(_CLONE.values()))), "unshare")
+    _calls.mount(None, "/", None, _calls.MS_REC | _calls.MS_PRIVATE)
     kernel = os.fork()
     if kernel == 0:
         _child(lambda: _kernel(request, status), status)
@@ -313,13 +312,10 @@ def _middle(request: dict, status: int) -> int:
 
 def _kernel(request: dict, status: int) -> int:
     """PID 1 of its namespaces, root until it drops to the slot's uid: the sandbox of the cold path (the
-    same mount script and rlimits), a fresh process state, then ipykernel in this process."""
+    same mount plan and rlimits), a fresh process state, then ipykernel in this process."""
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    _mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)  # this PID namespace's
-    view = subprocess.run(["/bin/sh", "-c", request["script"], "tapelab-sandbox", "true"], env=request["env"],
-                          stdin=subprocess.DEVNULL, capture_output=True)
-    if view.returncode != 0:
-        raise RuntimeError(f"the mount script failed ({view.returncode}): {view.stderr.decode(errors='replace')}")
+    _calls.mount("proc", "/proc", "proc", _calls.MS_NOSUID | _calls.MS_NODEV | _calls.MS_NOEXEC)  # this PID ns's
+    _calls.build(request["view"])
     for name, value in request["rlimits"].items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     uid = request["uid"]
