@@ -1,34 +1,38 @@
-"""The zygote: a process per worker that imported TensorFlow once, and forks each kernel from itself.
+"""The zygote: a process per worker, or one per local pool, that imported TensorFlow once, and forks
+each kernel from itself.
 
-`warm.Zygote` (the worker's side) starts it as a fresh interpreter: minimal environment (the
-kernel's, with no grader secrets), cwd /, standard streams on /dev/null, one control socket. It loads
+`warm.Zygote` starts it as a fresh interpreter: minimal environment (the
+kernel's, with no grader secrets), cwd /, standard streams on /dev/null, one control socket, and for
+a pool's zygote a listening socket in its home folder (0700, root's) where each worker connects. It loads
 this file by its path (importing the tapelab package would import the grader), imports what its
 kernels need (`preload_for`: TensorFlow's set for a notebook that uses it, else `LIGHT`), runs no
 TensorFlow op, then answers one JSON line per request:
 - {"op": "spawn", ...}: fork a kernel for one sandbox slot; answer {"pid": P} (the middle process,
   see `_middle`) once the kernel is isolated and about to start ipykernel, or {"error": why};
 - {"op": "reap", "pid": P}: wait for that child; answer {"status": its exit code}.
-End of file on the socket (the worker is gone) ends it, its home folder removed; its children die with it
-(parent-death signals).
+Requests come on the control socket and on each connection (whose peer must be this process's user), and
+are answered one at a time on the socket that asked, so several workers take turns. End of file on a
+connection (its worker is gone) kills the kernels forked for it; on the control socket (its starter, the
+worker or the pool's coordinator, is gone) it ends the zygote, its home folder removed; its children die
+with it (parent-death signals).
 
 Before each fork it checks what makes forking safe (`_fork_problem`) and refuses otherwise: one OS
 thread (importing NumPy starts OpenBLAS's thread pool, the second thread TensorFlow's import seems to
 leave: the zygote imports with OPENBLAS_NUM_THREADS=1 and each kernel restores OpenBLAS's default),
-no TensorFlow eager context, no open file but the standard streams and the socket.
+no TensorFlow eager context, no open file but the standard streams and the sockets.
 
 A kernel then ends up as a cold one would: same namespaces, mount plan (`mountcalls`, which this file
 loads by its path), rlimits, uid, cwd, environment, sys.path, sys.argv and standard streams; the
 references the imports took to the zygote's stdout and stderr (logging handlers, default arguments) are
 pointed at ipykernel's streams, as if the imports had run in the kernel, and the environment variables
 that the imports of ipykernel's start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
-interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker).
+interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker or pool).
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import ctypes
-import gc
 import importlib
 import importlib.util
 import json
@@ -39,6 +43,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
@@ -69,6 +74,7 @@ def _sibling(name: str) -> types.ModuleType:
 
 
 _calls = _sibling("mountcalls")  # the kernel's view, and the libc calls this process makes
+_streams = _sibling("zygote_streams")  # where the imports kept sys.stdout and sys.stderr
 
 
 def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
@@ -104,71 +110,23 @@ def _fork_problem(allowed: set[int]) -> str:
         return "TensorFlow's eager context exists (an op ran)"
     extra = _open_fds() - allowed
     if extra:
-        return "open files besides the standard streams and its control socket: " + ", ".join(
+        return "open files besides the standard streams and its sockets: " + ", ".join(
             f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}" for fd in sorted(extra))
     return ""
 
 
-# -- the imports, and where they kept the standard streams --------------------------------------------
-def _holders(stream: object) -> dict[int, object]:
-    return {id(r): r for r in gc.get_referrers(stream) if not isinstance(r, types.FrameType) and r is not vars(sys)}
+def _sockets() -> set[int]:
+    return {0, 1, 2, *(s.fileno() for s in _state["sockets"])}
 
 
-def _bindings(stream: object, name: str, before: dict[int, object]) -> list[tuple]:
-    """Each place the imports since `before` keep `stream`: (kind, holder, key, stream name). A place
-    that cannot be pointed elsewhere raises, so the zygote refuses to serve rather than diverge."""
-    found = []
-    for ident, holder in _holders(stream).items():
-        if ident in before:
-            continue
-        if isinstance(holder, tuple):
-            owners = [f for f in gc.get_referrers(holder) if isinstance(f, types.FunctionType) and f.__defaults__ is holder]
-            if not owners:
-                raise RuntimeError(f"a tuple that is no function's defaults holds sys.{name}: {holder!r:.200}")
-            found += [("defaults", f, None, name) for f in owners]
-        elif isinstance(holder, dict):
-            if any(key is stream for key in holder):
-                raise RuntimeError(f"a dict is keyed by sys.{name}")
-            keys = [key for key, value in holder.items() if value is stream]
-            classes = [t for t in gc.get_referrers(holder) if isinstance(t, type)
-                       and all(vars(t).get(key) is stream for key in keys)]
-            if classes:  # a class's namespace: written through setattr, so its attribute cache follows
-                found += [("attr", cls, key, name) for cls in classes for key in keys]
-            else:
-                found += [("item", holder, key, name) for key in keys]
-        elif isinstance(holder, list):
-            found += [("item", holder, i, name) for i, value in enumerate(holder) if value is stream]
-        elif type(holder).__name__ == "cell":
-            found.append(("cell", holder, None, name))
-        elif hasattr(holder, "__dict__"):
-            found += [("attr", holder, key, name) for key, value in vars(holder).items() if value is stream]
-        else:
-            raise RuntimeError(f"a {type(holder).__name__} holds sys.{name}")
-    return found
-
-
-def _rebind(bindings: list[tuple], old: dict[str, object]) -> None:
-    """Point every binding at the kernel's stream of the same name (ipykernel's, once it runs)."""
-    for kind, holder, key, name in bindings:
-        new = getattr(sys, name)
-        if kind == "defaults":
-            holder.__defaults__ = tuple(new if v is old[name] else v for v in holder.__defaults__)
-        elif kind == "item":
-            holder[key] = new
-        elif kind == "cell":
-            holder.cell_contents = new
-        else:
-            setattr(holder, key, new)
-
-
-def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
+def _prepare(sockets: list[socket.socket], preload: tuple[str, ...]) -> dict:
     """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
-    allowed = {0, 1, 2, control.fileno()}
+    allowed = {0, 1, 2, *(s.fileno() for s in sockets)}
     if _open_fds() - allowed:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
-    before = {name: _holders(streams[name]) for name in streams}
+    before = {name: _streams.holders(streams[name]) for name in streams}
     imports_set: dict[str, str] = {}  # what the imports every kernel's start makes set in the environment
     for module in preload:
         environ = dict(os.environ)
@@ -179,10 +137,10 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
         if module in KERNEL_START:
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
-    bindings = [b for name in streams for b in _bindings(streams[name], name, before[name])]
+    bindings = [b for name in streams for b in _streams.bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
-    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
+    _state.update(sockets=sockets, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
     problem = _fork_problem(allowed)
     if problem:
@@ -196,39 +154,77 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
 
 
 # -- serving -------------------------------------------------------------------------------------------
-def _send(control: socket.socket, message: dict) -> None:
-    control.sendall(json.dumps(message).encode() + b"\n")
+def _send(peer: socket.socket, message: dict) -> None:
+    peer.sendall(json.dumps(message).encode() + b"\n")
 
 
-def _lines(control: socket.socket):
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = control.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield json.loads(line)
-
-
-def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
-    """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
-    end of file."""
-    control = socket.socket(fileno=fd)
+def _answer(line: bytes, kernels: set[int]) -> dict:
+    """The answer to one request of a peer whose kernels (their middle processes) not yet reaped are `kernels`."""
     try:
-        ready = _prepare(control, preload)
+        request = json.loads(line)
+        if request["op"] != "spawn":
+            kernels.discard(request["pid"])
+            return {"status": _reap(request["pid"])}
+        answer = _spawn(request)
+        kernels.update([answer["pid"]] if "pid" in answer else [])
+        return answer
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def _end(kernels: set[int]) -> None:
+    """The kernels of a worker that is gone: killed and reaped, as they died with a zygote of its own."""
+    for pid in kernels:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)  # the middle process and the kernel (see `_middle`)
+            _reap(pid)
+
+
+def _accept(listener: socket.socket, ready: dict, peers: dict) -> None:
+    """A worker's connection, if its peer is this process's user: told the zygote's facts, then served."""
+    peer = listener.accept()[0]
+    uid = struct.unpack("3i", peer.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
+    if uid != os.getuid():
+        peer.close()
+        return
+    _state["sockets"].append(peer)
+    peers[peer] = [b"", set()]
+    with contextlib.suppress(OSError):
+        _send(peer, {"ready": ready})
+
+
+def serve(fd: int, preload: tuple[str, ...] = PRELOAD, listener: int | None = None) -> None:
+    """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
+    end of file on the control socket `fd` (`listener`: a listening socket whose connections are served too)."""
+    control = socket.socket(fileno=fd)
+    listening = None if listener is None else socket.socket(fileno=listener)
+    try:
+        ready = _prepare([s for s in (control, listening) if s is not None], preload)
     except Exception as error:
         _send(control, {"error": f"the zygote could not prepare: {type(error).__name__}: {error}"})
         return
     _send(control, {"ready": ready})
-    for request in _lines(control):
-        try:
-            answer = _spawn(request) if request["op"] == "spawn" else {"status": _reap(request["pid"])}
-        except Exception as error:
-            answer = {"error": f"{type(error).__name__}: {error}"}
-        _send(control, answer)
-    shutil.rmtree(os.environ["HOME"], ignore_errors=True)  # the worker is gone: nobody else removes it
+    peers = {control: [b"", set()]}  # each peer's bytes after its last full line, and its kernels
+    while control in peers:
+        for peer in select.select(_state["sockets"], [], [])[0]:
+            if peer is listening:
+                _accept(listening, ready, peers)
+                continue
+            try:
+                chunk = peer.recv(1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:  # that worker is gone (or, on the control socket, the zygote's starter)
+                _end(peers.pop(peer)[1])
+                _state["sockets"].remove(peer)
+                peer.close()
+                continue
+            peers[peer][0] += chunk
+            while b"\n" in peers[peer][0]:
+                line, peers[peer][0] = peers[peer][0].split(b"\n", 1)
+                with contextlib.suppress(OSError):  # its worker died meanwhile: the next read ends it
+                    _send(peer, _answer(line, peers[peer][1]))
+    shutil.rmtree(os.environ["HOME"], ignore_errors=True)  # the starter is gone: nobody else removes it
 
 
 def _reap(pid: int) -> int:
@@ -248,7 +244,7 @@ def _read_until_closed(fd: int, seconds: float) -> bytes:
 
 def _spawn(request: dict) -> dict:
     """Fork the middle process of one kernel; its pid once the kernel is isolated, or why not."""
-    problem = _fork_problem({0, 1, 2, _state["control"].fileno()})
+    problem = _fork_problem(_sockets())
     if problem:
         return {"error": f"the zygote refused to fork: {problem}"}
     status_read, status_write = os.pipe()
@@ -256,7 +252,8 @@ def _spawn(request: dict) -> dict:
     if pid == 0:
         def middle() -> int:
             os.close(status_read)
-            _state["control"].close()
+            for peer in _state["sockets"]:
+                peer.close()
             return _middle(request, status_write)
         _child(middle, status_write)
     os.close(status_write)
@@ -384,7 +381,7 @@ def _run_kernel(argv: list[str], parent: int) -> int:
         app = IPKernelApp.instance()
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
-        _rebind(_state["bindings"], _state["streams"])
+        _streams.rebind(_state["bindings"], _state["streams"])
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
