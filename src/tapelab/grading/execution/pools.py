@@ -9,19 +9,26 @@ process boundary, a worker process that dies) ends as `infra_error` for that sub
 No process outlives the coordinator: each worker holds the read end of a pipe whose only writer is
 the coordinator, and when it closes (the coordinator exited, was killed, or stopped the pool
 early) the worker kills its kernels, removes their scratch folders and exits.
+
+With warm kernels the workers share one zygote per set of preloaded modules (`warm.Zygote(shared=True)`),
+started here at the first notebook that asks for it, whose address each such notebook's settings carry;
+it ends with the coordinator (or at `close`), its kernels with it. One that died is started again, up to
+warm.MAX_STARTS times in all; after that the dead one's address stays, so the workers start kernels cold.
 """
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, CancelledError, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
-from tapelab.grading.execution import warm
+from tapelab.grading.execution import warm, zygote
 from tapelab.grading.execution.sandbox import SandboxError, environment_problem, kernel_start, probe, release_all
 from tapelab.grading.execution.worker import Settings, execute, infra_error
 
@@ -85,6 +92,8 @@ class LocalPool:
         self._solo: ProcessPoolExecutor | None = None  # runs one suspect at a time
         self._pending: dict = {}  # future -> (tag, nb_json, settings, deaths alone, executor)
         self._suspects: list[tuple] = []  # lost with their pool, waiting to run alone
+        self._zygotes: dict[tuple[str, ...], warm.Zygote] = {}  # the shared ones, by what each preloads
+        self._zygote_starts = 0
 
     def _new_executor(self, workers: int) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=workers, mp_context=self._context, initializer=_watch,
@@ -93,13 +102,32 @@ class LocalPool:
     def __len__(self) -> int:
         return len(self._pending) + len(self._suspects)
 
+    def _shared_zygote(self, settings: Settings) -> Settings:
+        """`settings` with the address of the shared zygote its notebook's kernel forks from (started if
+        need be), or as they are where kernels do not start warm."""
+        if not settings.sandbox.warm or self.available["warm"]:
+            return settings
+        preload = zygote.preload_for(settings.packages)
+        made = self._zygotes.get(preload)
+        if (made is None or not made.alive()) and self._zygote_starts < warm.MAX_STARTS:
+            if made is not None:
+                made.close()
+            self._zygote_starts += 1
+            try:
+                made = self._zygotes[preload] = warm.Zygote(sys.executable, preload, shared=True)
+            except warm.ZygoteError:
+                return settings  # each worker starts its own
+        return dataclasses.replace(settings, zygote=made.address) if made is not None else settings
+
     def submit(self, tag, nb_json: str, settings: Settings) -> None:
+        settings = self._shared_zygote(settings)
         future = self._executor.submit(run_task, self._task, nb_json, settings)
         self._pending[future] = (tag, nb_json, settings, 0, self._executor)
 
     def _run_suspect(self) -> None:
         if self._suspects and not any(item[4] is self._solo for item in self._pending.values()):
             tag, nb_json, settings, deaths, _ = self._suspects.pop(0)
+            settings = self._shared_zygote(settings)  # (the one it was given may have died with its worker)
             self._solo = self._solo or self._new_executor(1)
             self._pending[self._solo.submit(run_task, self._task, nb_json, settings)] = (
                 tag, nb_json, settings, deaths, self._solo)
@@ -141,3 +169,5 @@ class LocalPool:
                 executor.shutdown(wait=True, cancel_futures=True)
         self._alive.close()
         self._lifeline.close()
+        for made in self._zygotes.values():
+            made.close()

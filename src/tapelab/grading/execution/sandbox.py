@@ -181,10 +181,10 @@ def protections(sandbox: Sandbox, why: dict[str, str] | None = None) -> dict[str
 def _start_entry(sandbox: Sandbox, why: dict[str, str]) -> dict[str, object]:
     """Which path starts the kernels; either keeps every protection above, so it is always "on"."""
     if sandbox.warm and not why.get("warm", "not probed"):
-        return {"on": True, "path": "warm", "how": "warm: forked from a zygote per worker process that imported "
-                "TensorFlow, Keras, NumPy, matplotlib and ipykernel (NumPy and ipykernel alone for a notebook that "
-                "does not use TensorFlow) and ran no op, then isolated as above before any student code; a "
-                "submission whose warm start fails is started cold"}
+        return {"on": True, "path": "warm", "how": "warm: forked from a zygote per local pool (or per Dask worker "
+                "process) that imported TensorFlow, Keras, NumPy, matplotlib and ipykernel (NumPy and ipykernel alone "
+                "for a notebook that does not use TensorFlow) and ran no op, then isolated as above before any student "
+                "code; a submission whose warm start fails is started cold"}
     because = (f"{KERNELS_VARIABLE}=cold" if sandbox.kernels == "cold" else
                "the sandbox is not fully on" if not (sandbox.isolate and sandbox.rlimits) else why.get("warm"))
     return {"on": True, "path": "cold", "how": f"cold: a fresh interpreter per kernel ({because})"}

@@ -1,19 +1,20 @@
-"""Warm kernels, worker side: this worker process's zygote, and the provisioner that forks from it.
+"""Warm kernels: the zygotes, and the provisioner that forks from them.
 
-A worker process (a local pool's, or a Dask worker, threads and all) starts a zygote (`zygote.py`)
-at its first warm kernel and keeps it for its life, one for each set of preloaded modules its notebooks
-ask for (TensorFlow's, or the light one of a notebook without it: `zygote.preload_for`): the TensorFlow
-import is paid once per worker, and only by workers that grade a notebook using it, never shared between
-students, since each kernel is a fork that isolates itself before ipykernel
-starts. `ForkedProvisioner` is jupyter_client's local provisioner with the launch replaced, so the
+A Dask worker (threads and all) starts a zygote (`zygote.py`) at its first warm kernel and keeps it
+for its life, one for each set of preloaded modules its notebooks ask for (TensorFlow's, or the light
+one of a notebook without it: `zygote.preload_for`). A local pool's coordinator starts one shared zygote
+per set (`Zygote(shared=True)`, at the first notebook that asks for it) and its workers connect to it
+(`joined`): the TensorFlow import is paid once per pool, or per Dask worker, and only where a notebook
+uses it; nothing is shared between students, since each kernel is a fork that isolates itself before
+ipykernel starts. `ForkedProvisioner` is jupyter_client's local provisioner with the launch replaced, so the
 kernel manager, the executor's client, interrupts and kills (the process group of the kernel's
 middle process, see zygote._middle) work as on the cold path.
 
 A zygote that cannot start, dies, refuses or times out raises ZygoteError (a KernelStartError: no
 student code ran), and the worker starts that kernel cold. A zygote that failed MAX_STARTS times is
-not started again in this worker process. The zygote ends when its socket reads end of file, which
-the worker's death (however it dies) causes: no parent-death signal, which fires when the *thread*
-that started a process ends, and Dask runs tasks in a pool of threads.
+not started again in this process. A zygote ends when its control socket reads end of file, which the
+death of the process that started it (however it dies) causes: no parent-death signal, which fires when
+the *thread* that started a process ends, and Dask runs tasks in a pool of threads.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ from tapelab.grading.execution import zygote as zygote_module
 from tapelab.grading.execution.kernels import KernelStartError, kernel_env
 from tapelab.grading.execution.sandbox import KERNEL_ARGS, Slot
 
-__all__ = ["ForkedProcess", "ForkedProvisioner", "Zygote", "ZygoteError", "current", "judge", "provisioner", "stop"]
+__all__ = ["ForkedProcess", "ForkedProvisioner", "Joined", "Zygote", "ZygoteError", "current", "joined", "judge",
+           "provisioner", "stop"]
 
 START_SECONDS = 180  # for the zygote's imports, on a loaded machine
 ANSWER_SECONDS = zygote_module.SETUP_SECONDS + 30
@@ -51,46 +53,32 @@ _BOOT = ("import sys\n"
          "spec = spec_from_file_location('tapelab_zygote', {path!r})\n"
          "zygote = module_from_spec(spec)\n"
          "spec.loader.exec_module(zygote)\n"
-         "zygote.serve({fd}, {preload!r})\n")
+         "zygote.serve({fd}, {preload!r}, {listener!r})\n")
 
 
 class ZygoteError(KernelStartError):
     """The zygote could not fork this kernel (it is gone, refused or timed out): start it cold."""
 
 
-class Zygote:
-    """A running zygote and its control socket; requests from several threads take turns."""
+class _Channel:
+    """A socket to a zygote; requests from several threads take turns, each with its answer."""
 
-    def __init__(self, python: str, preload: tuple[str, ...] = zygote_module.PRELOAD):
+    process: subprocess.Popen | None = None
 
-        self.home = tempfile.mkdtemp(prefix="tapelab-zygote-", dir="/tmp")
-        ours, theirs = socket.socketpair()
-        env = {**kernel_env(Path(self.home), python), "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": INLINE}
-        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno(), preload=tuple(preload))
-        try:
-            self.process = subprocess.Popen([python, "-c", boot], pass_fds=(theirs.fileno(),), cwd="/", env=env,
-                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True)
-        except OSError as error:
-            ours.close()
-            shutil.rmtree(self.home, ignore_errors=True)
-            raise ZygoteError(f"the zygote could not be started ({error})") from None
-        finally:
-            theirs.close()
-        self._socket, self._buffer, self._lock = ours, b"", threading.Lock()
+    def __init__(self, connected: socket.socket):
+        self._socket, self._buffer, self._lock = connected, b"", threading.Lock()
         self.broken = ""
-        try:
-            with self._lock:
-                answer = self._receive(START_SECONDS)
-            if "ready" not in answer:
-                raise ZygoteError(answer.get("error") or "the zygote did not say it was ready")
-        except ZygoteError:
-            self.close()
-            raise
-        self.facts: dict = answer["ready"]
+
+    def _ready(self) -> dict:
+        """The facts the zygote tells once it has prepared (ZygoteError if it says why not, or ends)."""
+        with self._lock:
+            answer = self._receive(START_SECONDS)
+        if "ready" not in answer:
+            raise ZygoteError(answer.get("error") or "the zygote did not say it was ready")
+        return answer["ready"]
 
     def alive(self) -> bool:
-        return not self.broken and self.process.poll() is None
+        return not self.broken and (self.process is None or self.process.poll() is None)
 
     def _receive(self, seconds: float) -> dict:
         end = time.monotonic() + seconds
@@ -99,9 +87,13 @@ class Zygote:
             if left <= 0 or not select.select([self._socket], [], [], left)[0]:
                 self.broken = f"the zygote did not answer within {seconds:.0f} s"
                 raise ZygoteError(self.broken)
-            chunk = self._socket.recv(1 << 16)
+            try:
+                chunk = self._socket.recv(1 << 16)
+            except OSError:
+                chunk = b""
             if not chunk:
-                self.broken = f"the zygote ended (exit status {self.process.poll()})"
+                status = "" if self.process is None else f" (exit status {self.process.poll()})"
+                self.broken = f"the zygote ended{status}"
                 raise ZygoteError(self.broken)
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -123,16 +115,77 @@ class Zygote:
         return answer
 
     def close(self) -> None:
+        self.broken = self.broken or "closed"
+        self._socket.close()
+
+
+class Zygote(_Channel):
+    """A zygote this process started, through its control socket. `shared`: it also listens at `address`
+    (in its home folder, which only this user may enter) for the connections of `Joined`, and this
+    constructor returns without waiting for it to be ready (each connection is told so)."""
+
+    def __init__(self, python: str, preload: tuple[str, ...] = zygote_module.PRELOAD, shared: bool = False):
+        self.home = tempfile.mkdtemp(prefix="tapelab-zygote-", dir="/tmp")
+        self.address = os.path.join(self.home, "zygote.sock")
+        ours, theirs = socket.socketpair()
+        listener = socket.socket(socket.AF_UNIX) if shared else None
+        passed = [theirs] if listener is None else [theirs, listener]
+        env = {**kernel_env(Path(self.home), python), "OPENBLAS_NUM_THREADS": "1", "MPLBACKEND": INLINE}
+        boot = _BOOT.format(path=zygote_module.__file__, fd=theirs.fileno(), preload=tuple(preload),
+                            listener=listener and listener.fileno())
+        try:
+            if listener is not None:
+                listener.bind(self.address)
+                listener.listen(64)
+            self.process = subprocess.Popen([python, "-c", boot], pass_fds=[s.fileno() for s in passed], cwd="/",
+                                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as error:
+            ours.close()
+            shutil.rmtree(self.home, ignore_errors=True)
+            raise ZygoteError(f"the zygote could not be started ({error})") from None
+        finally:
+            for socket_ in passed:
+                socket_.close()
+        super().__init__(ours)
+        self.facts: dict = {}
+        if not shared:
+            try:
+                self.facts = self._ready()
+            except ZygoteError:
+                self.close()
+                raise
+
+    def close(self) -> None:
         """Stop the zygote (its kernels die with it) and remove its home folder."""
         self.broken = self.broken or "closed"
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self.process.kill()
             self.process.wait(10)
-        self._socket.close()
+        super().close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+class Joined(_Channel):
+    """A connection to a pool's shared zygote (at `address`): closing it leaves the zygote running."""
+
+    def __init__(self, address: str):
+        connected = socket.socket(socket.AF_UNIX)
+        try:
+            connected.connect(address)
+        except OSError as error:
+            connected.close()
+            raise ZygoteError(f"the pool's zygote is gone ({error})") from None
+        super().__init__(connected)
+        try:
+            self.facts = self._ready()
+        except ZygoteError:
+            self.close()
+            raise
+
+
 _zygotes: dict[tuple[str, ...], Zygote] = {}  # by what each preloads
+_joined: dict[str, Joined] = {}  # by address
 _failed: list[str] = []
 _guard = threading.Lock()
 
@@ -159,19 +212,33 @@ def current(python: str = sys.executable, preload: tuple[str, ...] = zygote_modu
         return _zygotes[preload]
 
 
-def judge(preload: tuple[str, ...] = zygote_module.PRELOAD) -> socket.socket:
-    """A connection to a judge forked by this worker process's zygote (tapelab.grading.execution.judge.serve)."""
-    answer = current(preload=preload).ask({"op": "judge"})
+def judge(preload: tuple[str, ...] = zygote_module.PRELOAD, shared: str | None = None) -> socket.socket:
+    """A connection to a judge (tapelab.grading.execution.judge.serve) forked by the shared zygote at address
+    `shared`, or (None) by this worker process's zygote that preloads `preload`."""
+    answer = (joined(shared) if shared else current(preload=preload)).ask({"op": "judge"})
     channel = socket.socket(socket.AF_UNIX)
     channel.connect(answer["path"])
     return channel
 
 
+def joined(address: str) -> Joined:
+    """This process's connection to the shared zygote at `address`, made on first use; ZygoteError once it
+    is broken (the zygote ended: the pool starts another, at another address, for the next notebooks)."""
+    with _guard:
+        if address not in _joined:
+            _joined[address] = Joined(address)
+        if not _joined[address].alive():
+            raise ZygoteError(_joined[address].broken)
+        return _joined[address]
+
+
 def stop() -> None:
-    """Stop this process's zygotes, if any (the worker is ending)."""
+    """Stop this process's zygotes and close its connections, if any (the worker is ending)."""
     with _guard:
         while _zygotes:
             _zygotes.popitem()[1].close()
+        while _joined:
+            _joined.popitem()[1].close()
 
 
 class ForkedProcess:
@@ -241,12 +308,13 @@ class ForkedProcess:
         self._pidfd = None
 
 
-def provisioner(slot: Slot, preload: tuple[str, ...] = zygote_module.PRELOAD) -> Callable[..., ForkedProvisioner]:
+def provisioner(slot: Slot, preload: tuple[str, ...] = zygote_module.PRELOAD,
+                shared: str | None = None) -> Callable[..., ForkedProvisioner]:
     """What SandboxKernelManager.configure takes: makes the provisioner of a kernel in `slot`, forked from
-    the zygote that preloads `preload`."""
+    the shared zygote at address `shared`, or (None) from this process's zygote that preloads `preload`."""
     def make(**traits) -> ForkedProvisioner:
         made = ForkedProvisioner(**traits)
-        made.slot, made.preload = slot, preload
+        made.slot, made.preload, made.shared = slot, preload, shared
         return made
     return make
 
@@ -256,11 +324,13 @@ class ForkedProvisioner(LocalProvisioner):
 
     slot: Slot | None = None
     preload: tuple[str, ...] = zygote_module.PRELOAD
+    shared: str | None = None
 
     async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
         if cmd[1:len(KERNEL_ARGS)] != list(KERNEL_ARGS[:-1]):
             raise ZygoteError(f"not an ipykernel command line: {cmd[:4]}")
-        zygote = await asyncio.to_thread(current, cmd[0], self.preload)  # the first start imports for seconds
+        zygote = await (asyncio.to_thread(joined, self.shared) if self.shared else  # the first waits for the imports
+                        asyncio.to_thread(current, cmd[0], self.preload))
         cwd = str(kwargs.get("cwd") or self.slot.scratch)
         env = {**kwargs.get("env", {}), "JPY_PARENT_PID": str(os.getpid()), "PWD": cwd}  # as the cold path adds
         request = {"op": "spawn", "uid": self.slot.uid, "cwd": cwd, "env": env, "argv": cmd[len(KERNEL_ARGS) - 1:],

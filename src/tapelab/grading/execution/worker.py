@@ -10,9 +10,10 @@ hidden tests of its passed checks run in a replay (see `_replay`). `execute` nev
 unexpected exception becomes `infra_error` naming it, and it returns within the notebook timeout
 plus `GRACE` seconds whatever the kernel does.
 
-Kernels start warm where the sandbox allows it (`Sandbox.warm`, `probe()["warm"]`): forked from this
-worker process's zygote (`warm`), which paid the TensorFlow import once (or, for a notebook that does
-not use TensorFlow, a light zygote that never imports it). A warm start that fails
+Kernels start warm where the sandbox allows it (`Sandbox.warm`, `probe()["warm"]`): forked from the
+local pool's shared zygote (`Settings.zygote`), or else this worker process's own (`warm`), which paid
+the TensorFlow import once (or, for a notebook that does not use TensorFlow, a light zygote that never
+imports it). A warm start that fails
 (before any student code) is retried at once as a cold start, never with less protection; the result
 says which ran (`facts["kernel"]`, and `facts["warm_failed"]` with why), and so does a line on stderr.
 
@@ -67,6 +68,9 @@ class Settings:
     # (salt, student) in a course with per-student variants: the checks are pinned to that student's variant
     # here (`pinned`); None: the notebook is run as it came.
     variant: tuple[str, str] | None = None
+    # The address of the local pool's shared zygote for this notebook's preload (warm.Joined); None: this
+    # worker process's own zygote (a Dask worker's).
+    zygote: str | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,7 +115,7 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         km = SandboxKernelManager(transport="ipc", connection_file=str(slot.scratch / "kernel.json"))
         max_frame = max(settings.output_limit, 1 << 20)
         if kernel == "warm":
-            forked = warm.provisioner(slot, zygote.preload_for(settings.packages))
+            forked = warm.provisioner(slot, zygote.preload_for(settings.packages), settings.zygote)
             km.configure([sys.executable, *KERNEL_ARGS], slot.give, max_frame, provisioner=forked)
         else:
             km.configure(slot.argv(sys.executable), slot.give, max_frame)
@@ -122,7 +126,7 @@ async def _in_slot(nb: nbformat.NotebookNode, settings: Settings, timeout: int,
         if settings.restore_imports:  # the checks' verdicts: in a judge the zygote forks (warm), else here
             preload = zygote.preload_for(settings.packages)
             judge = Judge(list(settings.restore_imports),
-                          functools.partial(warm.judge, preload) if kernel == "warm" else None)
+                          functools.partial(warm.judge, preload, settings.zygote) if kernel == "warm" else None)
         client = GuardedClient(nb, km, cell_timeout=min(settings.cell_timeout, timeout), notebook_timeout=timeout,
                                output_limit=settings.output_limit, guard=session, judge=judge)
         env = kernel_env(slot.scratch, sys.executable)

@@ -1,7 +1,9 @@
-"""The zygote: a process per worker that imported TensorFlow once, and forks each kernel from itself.
+"""The zygote: a process per worker, or one per local pool, that imported TensorFlow once, and forks
+each kernel from itself.
 
-`warm.Zygote` (the worker's side) starts it as a fresh interpreter: minimal environment (the
-kernel's, with no grader secrets), cwd /, standard streams on /dev/null, one control socket. It loads
+`warm.Zygote` starts it as a fresh interpreter: minimal environment (the
+kernel's, with no grader secrets), cwd /, standard streams on /dev/null, one control socket, and for
+a pool's zygote a listening socket in its home folder (0700, root's) where each worker connects. It loads
 this file by its path (importing the tapelab package would import the grader), imports what its
 kernels need (`preload_for`: TensorFlow's set for a notebook that uses it, else `LIGHT`), runs no
 TensorFlow op, then answers one JSON line per request:
@@ -10,20 +12,23 @@ TensorFlow op, then answers one JSON line per request:
 - {"op": "judge"}: fork the grader's judge (tapelab.grading.execution.judge), a process no student code
   reaches, which then imports what it needs without a second TensorFlow import; answer {"pid": P, "path": its socket};
 - {"op": "reap", "pid": P}: wait for that child; answer {"status": its exit code}.
-End of file on the socket (the worker is gone) ends it, its home folder removed; its children die with it
-(parent-death signals).
+Requests come on the control socket and on each connection (whose peer must be this process's user), and
+are answered one at a time on the socket that asked, so several workers take turns. End of file on a
+connection (its worker is gone) kills the kernels forked for it; on the control socket (its starter, the
+worker or the pool's coordinator, is gone) it ends the zygote, its home folder removed; its children die
+with it (parent-death signals).
 
 Before each fork it checks what makes forking safe (`_fork_problem`) and refuses otherwise: one OS
 thread (importing NumPy starts OpenBLAS's thread pool, the second thread TensorFlow's import seems to
 leave: the zygote imports with OPENBLAS_NUM_THREADS=1 and each kernel restores OpenBLAS's default),
-no TensorFlow eager context, no open file but the standard streams and the socket.
+no TensorFlow eager context, no open file but the standard streams and the sockets.
 
 A kernel then ends up as a cold one would: same namespaces, mount plan (`mountcalls`, which this file
 loads by its path), rlimits, uid, cwd, environment, sys.path, sys.argv and standard streams; the
 references the imports took to the zygote's stdout and stderr (logging handlers, default arguments) are
 pointed at ipykernel's streams, as if the imports had run in the kernel, and the environment variables
 that the imports of ipykernel's start (`KERNEL_START`) set are set again. What stays shared is only what cannot change after an
-interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker). One difference
+interpreter starts: its hash seed (random per zygote, the same for the kernels of one worker or pool). One difference
 is on purpose: what the zygote imported is frozen out of the garbage collector's generations before each fork
 (`gc.freeze`, `gc.get_freeze_count()` > 0 in a warm kernel), so a kernel's full collections never walk those
 350,000 or so objects, which live as long as the kernel anyway (a full collection: about 0.07 s instead of 0.4 s).
@@ -48,6 +53,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
@@ -115,15 +121,18 @@ def _fork_problem(allowed: set[int]) -> str:
         return "TensorFlow's eager context exists (an op ran)"
     extra = _open_fds() - allowed
     if extra:
-        return "open files besides the standard streams and its control socket: " + ", ".join(
+        return "open files besides the standard streams and its sockets: " + ", ".join(
             f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}" for fd in sorted(extra))
     return ""
 
 
-# -- the imports, and where they kept the standard streams --------------------------------------------
-def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
+def _sockets() -> set[int]:
+    return {0, 1, 2, *(s.fileno() for s in _state["sockets"])}
+
+
+def _prepare(sockets: list[socket.socket], preload: tuple[str, ...]) -> dict:
     """Import, record the stream bindings, and check that forking is safe; the facts the worker keeps."""
-    allowed = {0, 1, 2, control.fileno()}
+    allowed = {0, 1, 2, *(s.fileno() for s in sockets)}
     if _open_fds() - allowed:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
     importlib.import_module(BEFORE_STREAMS)
@@ -142,7 +151,7 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
     bindings = [b for name in streams for b in _streams.bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
-    _state.update(control=control, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
+    _state.update(sockets=sockets, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
                   launcher=importlib.util.find_spec("ipykernel_launcher").origin, pid=os.getpid())
     guard = _sibling("../integrity/in_kernel")
     vars(sys)[guard.HANDOVER] = guard.snapshot()  # each kernel's guard takes it over (and off `sys`) in its prologue
@@ -158,41 +167,80 @@ def _prepare(control: socket.socket, preload: tuple[str, ...]) -> dict:
 
 
 # -- serving -------------------------------------------------------------------------------------------
-def _send(control: socket.socket, message: dict) -> None:
-    control.sendall(json.dumps(message).encode() + b"\n")
+def _send(peer: socket.socket, message: dict) -> None:
+    peer.sendall(json.dumps(message).encode() + b"\n")
 
 
-def _lines(control: socket.socket):
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = control.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield json.loads(line)
-
-
-def serve(fd: int, preload: tuple[str, ...] = PRELOAD) -> None:
-    """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
-    end of file."""
-    control = socket.socket(fileno=fd)
+def _answer(line: bytes, children: set[int]) -> dict:
+    """The answer to one request of a peer whose children (kernels' middle processes, judges) not yet reaped
+    are `children`."""
     try:
-        ready = _prepare(control, preload)
+        request = json.loads(line)
+        if request["op"] not in ("spawn", "judge"):
+            children.discard(request["pid"])
+            return {"status": _reap(request["pid"])}
+        answer = _spawn(request) if request["op"] == "spawn" else _judge()
+        children.update([answer["pid"]] if "pid" in answer else [])
+        return answer
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def _end(children: set[int]) -> None:
+    """The children of a worker that is gone: killed and reaped, as they died with a zygote of its own."""
+    for pid in children:
+        with contextlib.suppress(OSError):  # a kernel's middle process leads its group (see `_middle`)
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):  # a judge does not
+            os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+
+
+def _accept(listener: socket.socket, ready: dict, peers: dict) -> None:
+    """A worker's connection, if its peer is this process's user: told the zygote's facts, then served."""
+    peer = listener.accept()[0]
+    uid = struct.unpack("3i", peer.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
+    if uid != os.getuid():
+        peer.close()
+        return
+    _state["sockets"].append(peer)
+    peers[peer] = [b"", set()]
+    with contextlib.suppress(OSError):
+        _send(peer, {"ready": ready})
+
+
+def serve(fd: int, preload: tuple[str, ...] = PRELOAD, listener: int | None = None) -> None:
+    """The zygote's life: import `preload`, prepare and say so (or why not), then answer requests until
+    end of file on the control socket `fd` (`listener`: a listening socket whose connections are served too)."""
+    control = socket.socket(fileno=fd)
+    listening = None if listener is None else socket.socket(fileno=listener)
+    try:
+        ready = _prepare([s for s in (control, listening) if s is not None], preload)
     except Exception as error:
         _send(control, {"error": f"the zygote could not prepare: {type(error).__name__}: {error}"})
         return
     _send(control, {"ready": ready})
-    for request in _lines(control):
-        try:
-            op = request["op"]
-            answer = (_spawn(request) if op == "spawn" else _judge() if op == "judge"
-                      else {"status": _reap(request["pid"])})
-        except Exception as error:
-            answer = {"error": f"{type(error).__name__}: {error}"}
-        _send(control, answer)
-    shutil.rmtree(os.environ["HOME"], ignore_errors=True)  # the worker is gone: nobody else removes it
+    peers = {control: [b"", set()]}  # each peer's bytes after its last full line, and its kernels
+    while control in peers:
+        for peer in select.select(_state["sockets"], [], [])[0]:
+            if peer is listening:
+                _accept(listening, ready, peers)
+                continue
+            try:
+                chunk = peer.recv(1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:  # that worker is gone (or, on the control socket, the zygote's starter)
+                _end(peers.pop(peer)[1])
+                _state["sockets"].remove(peer)
+                peer.close()
+                continue
+            peers[peer][0] += chunk
+            while b"\n" in peers[peer][0]:
+                line, peers[peer][0] = peers[peer][0].split(b"\n", 1)
+                with contextlib.suppress(OSError):  # its worker died meanwhile: the next read ends it
+                    _send(peer, _answer(line, peers[peer][1]))
+    shutil.rmtree(os.environ["HOME"], ignore_errors=True)  # the starter is gone: nobody else removes it
 
 
 def _reap(pid: int) -> int:
@@ -232,7 +280,7 @@ def _judge() -> dict:
 
 def _forked(body, failure: str) -> dict:
     """Fork a child that runs `body(status)` and writes "ready" to `status` once set up; its pid then, or why not."""
-    problem = _fork_problem({0, 1, 2, _state["control"].fileno()})
+    problem = _fork_problem(_sockets())
     if problem:
         return {"error": f"the zygote refused to fork: {problem}"}
     status_read, status_write = os.pipe()
@@ -241,7 +289,8 @@ def _forked(body, failure: str) -> dict:
     if pid == 0:
         def child() -> int:
             os.close(status_read)
-            _state["control"].close()
+            for peer in _state["sockets"]:
+                peer.close()
             return body(status_write)
         _child(child, status_write)
     os.close(status_write)
