@@ -108,7 +108,7 @@ def view(name: str) -> None:
             folder = tempfile.mkdtemp(prefix="tapelab-bench-view-")
             VIEW_FOLDERS.append(folder)
             path = shutil.copy(zygote.__file__, folder)
-            shutil.copy(os.path.join(os.path.dirname(zygote.__file__), "zygote_streams.py"), folder)
+            shutil.copy(os.path.join(os.path.dirname(zygote.__file__), "zygote_fresh.py"), folder)
             with open(mountcalls.__file__) as source, open(os.path.join(folder, "mountcalls.py"), "w") as copy:
                 copy.write(source.read() + SHELL_BUILD)
         warm.zygote_module = type(zygote)("bench_zygote")  # what warm.Zygote reads: the file it boots from

@@ -49,7 +49,7 @@ STAGES = {
 # Modules that run where tapelab is not imported: sent as source into the kernel, the zygote's own process, or
 # what the zygote loads by its path (the kernel's view, also run as a script on the cold path; its streams).
 STANDALONE = {"tapelab.grading.integrity.in_kernel", "tapelab.grading.execution.zygote",
-              "tapelab.grading.execution.mountcalls", "tapelab.grading.execution.zygote_streams"}
+              "tapelab.grading.execution.mountcalls", "tapelab.grading.execution.zygote_fresh"}
 # Third-party packages a unit must never import (lint runs in pre-commit hooks and CI, without them); an import
 # guarded by `except ImportError` with a fallback (lint's use of IPython where it is installed) is not one.
 HEAVY = {"lint": {"tensorflow", "keras", "numpy", "nbgrader", "nbformat", "jsonschema", "sqlalchemy", "IPython"},

@@ -4,7 +4,7 @@
 `worker`, which runs each in a `sandbox` slot (its own uid, a mount namespace planned by `mountview` and
 built by `mountcalls`, limits) through `executor`'s client; `kernels` launches the kernel, cold or forked by
 `warm` from the pool's (or the Dask worker's) `zygote`. The coordinator imports `pools`, `cluster` and
-`sandbox`; the rest runs in worker processes, `zygote` (with `zygote_streams`) in its own, and `mountcalls`
+`sandbox`; the rest runs in worker processes, `zygote` (with `zygote_fresh`) in its own, and `mountcalls`
 in the kernel's (loaded by path, or as a script). May import the shared modules and `integrity`; never
 `grades`, `handback`, `insight` or `exports` (tests/test_layers.py).
 """

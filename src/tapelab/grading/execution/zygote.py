@@ -85,7 +85,7 @@ def _sibling(path: str) -> types.ModuleType:
 
 
 _calls = _sibling("mountcalls")  # the kernel's view, and the libc calls this process makes
-_streams = _sibling("zygote_streams")  # where the imports kept the standard streams
+_fresh = _sibling("zygote_fresh")  # a forked kernel's process state made fresh: streams, seeds, threads
 
 
 def preload_for(packages: frozenset[str] | None) -> tuple[str, ...]:
@@ -137,7 +137,7 @@ def _prepare(sockets: list[socket.socket], preload: tuple[str, ...]) -> dict:
         raise RuntimeError(f"it was started with open files {sorted(_open_fds() - allowed)}")
     importlib.import_module(BEFORE_STREAMS)
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}
-    before = {name: _streams.holders(streams[name]) for name in streams}
+    before = {name: _fresh.holders(streams[name]) for name in streams}
     imports_set: dict[str, str] = {}  # what the imports every kernel's start makes set in the environment
     for module in preload:
         environ = dict(os.environ)
@@ -148,7 +148,7 @@ def _prepare(sockets: list[socket.socket], preload: tuple[str, ...]) -> dict:
         if module in KERNEL_START:
             imports_set.update({key: value for key, value in os.environ.items() if environ.get(key) != value})
     numpy = sys.modules["numpy"]
-    bindings = [b for name in streams for b in _streams.bindings(streams[name], name, before[name])]
+    bindings = [b for name in streams for b in _fresh.bindings(streams[name], name, before[name])]
     home = os.environ["HOME"]
     homes = [root for root, _, _ in os.walk(home)]
     _state.update(sockets=sockets, streams=streams, bindings=bindings, homes=homes, environ=imports_set,
@@ -367,43 +367,15 @@ def _kernel(request: dict, status: int) -> int:
     os.environ.update({key: value for key, value in _state["environ"].items() if key not in request["env"]})
     for folder in _state["homes"]:  # the zygote's home, in this kernel's private /tmp, for paths computed there
         os.makedirs(folder, mode=0o700, exist_ok=True)
-    _stdin_at_end()
+    _fresh.stdin_at_end()
     problem = _fork_problem({0, 1, 2, status})
     if problem:
         raise RuntimeError(f"the kernel's process is not fresh: {problem}")
-    _reseed()
-    _blas_threads()
+    _fresh.reseed()
+    _fresh.blas_threads()
     os.write(status, b"ready")
     os.close(status)
     return _run_kernel(request["argv"], int(request["env"].get("JPY_PARENT_PID") or 0))
-
-
-def _stdin_at_end() -> None:
-    """Standard input as a cold kernel has it: a pipe whose writer has closed."""
-    read, write = os.pipe()
-    os.close(write)
-    os.dup2(read, 0)
-    os.close(read)
-
-
-def _reseed() -> None:
-    """New seeds from the system for the generators a fork would share: Python's and NumPy's global ones
-    (TensorFlow's live in its eager context, created in the kernel; Python's hash seed cannot change)."""
-    random.seed()
-    sys.modules["numpy"].random.seed()
-
-
-def _blas_threads() -> None:
-    """OpenBLAS's threads as a kernel importing NumPy would start them (its default: one per CPU)."""
-    with open("/proc/self/maps") as maps:
-        blas = {line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]}
-    for path in blas:
-        library = ctypes.CDLL(path)
-        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "")):
-            setter = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
-            if setter is not None:
-                setter(getattr(library, f"{prefix}_get_num_procs{suffix}")())
-                break
 
 
 def _run_kernel(argv: list[str], parent: int) -> int:
@@ -417,7 +389,7 @@ def _run_kernel(argv: list[str], parent: int) -> int:
         app = IPKernelApp.instance()
         app.parent_handle = parent  # its default was read from the zygote's environment
         app.initialize(argv)
-        _streams.rebind(_state["bindings"], _state["streams"])
+        _fresh.rebind(_state["bindings"], _state["streams"])
         app.start()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)

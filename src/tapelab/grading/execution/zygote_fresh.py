@@ -1,13 +1,17 @@
-"""Where the zygote's imports kept its standard streams, and pointing those places at a kernel's.
+"""What a kernel forked from the zygote makes fresh, so that it starts as a cold one would.
 
 The zygote (`zygote.py`, which loads this file by its path: it imports nothing of tapelab) records, after
 its imports, each place that holds sys.stdout or sys.stderr (logging handlers, default arguments, class
 attributes, closures); each kernel it forks points them at ipykernel's streams once they exist, as if the
-imports had run in the kernel.
+imports had run in the kernel. Before that, the kernel's process gets a standard input at its end, new seeds
+and OpenBLAS's own number of threads.
 """
 from __future__ import annotations
 
+import ctypes
 import gc
+import os
+import random
 import sys
 import types
 
@@ -61,3 +65,31 @@ def rebind(bindings: list[tuple], old: dict[str, object]) -> None:
             holder.cell_contents = new
         else:
             setattr(holder, key, new)
+
+
+def stdin_at_end() -> None:
+    """Standard input as a cold kernel has it: a pipe whose writer has closed."""
+    read, write = os.pipe()
+    os.close(write)
+    os.dup2(read, 0)
+    os.close(read)
+
+
+def reseed() -> None:
+    """New seeds from the system for the generators a fork would share: Python's and NumPy's global ones
+    (TensorFlow's live in its eager context, created in the kernel; Python's hash seed cannot change)."""
+    random.seed()
+    sys.modules["numpy"].random.seed()
+
+
+def blas_threads() -> None:
+    """OpenBLAS's threads as a kernel importing NumPy would start them (its default: one per CPU)."""
+    with open("/proc/self/maps") as maps:
+        blas = {line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]}
+    for path in blas:
+        library = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "")):
+            setter = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
+            if setter is not None:
+                setter(getattr(library, f"{prefix}_get_num_procs{suffix}")())
+                break
