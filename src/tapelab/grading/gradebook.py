@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from tapelab.errors import UsageError
 
-__all__ = ["GradebookError", "check_url", "redact", "setup_lock", "inspect_gradebook", "first_use"]
+__all__ = ["GradebookError", "check_url", "redact", "setup_lock", "inspect_gradebook", "first_use", "one_engine"]
 
 # nbgrader's API logs each database error it re-raises (a full disk: "database or disk is full") with its
 # traceback through tornado's application logger; tapelab says it in a line of its own (a status, a warning).
@@ -187,6 +187,37 @@ def first_use(url: str):
             if _sqlite_file(url) is None and _is_connection_error(error):
                 raise GradebookError(_unreachable(url, error)) from None
             raise GradebookError(_damaged(url, _first_line(error))) from None
+
+
+@contextlib.contextmanager
+def one_engine(url: str):
+    """While it lasts, every nbgrader `Gradebook` this process opens on `url` (tapelab's, and those nbgrader's
+    own preprocessors open) uses one SQLAlchemy engine, whose pooled connections and compiled statements
+    outlive each gradebook. nbgrader makes an engine per gradebook and disposes of it on closing: a grading
+    run opens about nine per submission, each compiling its queries afresh. Sessions stay one per gradebook;
+    other URLs, and engines made with other options, are nbgrader's own; the engine is disposed of at the end."""
+    from nbgrader import api
+    from sqlalchemy import create_engine
+
+    options = {"echo": False, "future": True}  # what nbgrader's Gradebook asks of create_engine
+    engine = create_engine(url, **options)
+    make, close = api.create_engine, api.Gradebook.close
+
+    def made(db_url, *args, **kwargs):
+        return engine if db_url == url and not args and kwargs == options else make(db_url, *args, **kwargs)
+
+    def closed(self) -> None:
+        if self.engine is engine:
+            self.db.remove()  # the session's connection goes back to the shared pool
+        else:
+            close(self)
+
+    api.create_engine, api.Gradebook.close = made, closed
+    try:
+        yield engine
+    finally:
+        api.create_engine, api.Gradebook.close = make, close
+        engine.dispose()
 
 
 def _is_connection_error(error: Exception) -> bool:

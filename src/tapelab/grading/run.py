@@ -36,7 +36,7 @@ from tapelab.grading.insight import page as insight_page
 from tapelab.grading.grades import lateness
 from tapelab.grading.prepare import sanitize
 from tapelab.grading.course import Course, open_course
-from tapelab.grading.gradebook import redact
+from tapelab.grading.gradebook import one_engine, redact
 from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.execution.pools import LocalPool
@@ -277,7 +277,8 @@ class Coordinator(Outcomes):
     # -- the run --------------------------------------------------------------------------------------
     def run(self) -> dict:
         try:
-            return self._run()
+            with one_engine(self.course.db_url):  # the run's gradebooks share one engine (gradebook.one_engine)
+                return self._run()
         except InputError:
             raise
         except Exception as error:
