@@ -14,7 +14,7 @@ TensorFlow op, then answers one JSON line per request:
 - {"op": "reap", "pid": P}: wait for that child; answer {"status": its exit code}.
 Requests come on the control socket and on each connection (whose peer must be this process's user), and
 are answered one at a time on the socket that asked, so several workers take turns. End of file on a
-connection (its worker is gone) kills the kernels forked for it; on the control socket (its starter, the
+connection (its worker is gone) kills the kernels and the judge forked for it; on the control socket (its starter, the
 worker or the pool's coordinator, is gone) it ends the zygote, its home folder removed; its children die
 with it (parent-death signals).
 
