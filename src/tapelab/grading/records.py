@@ -13,6 +13,7 @@ end a record or start a forged one.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -29,7 +30,7 @@ from tapelab.grading.statuses import STATUSES
 from tapelab.outside import printable
 
 __all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
-           "schema_check", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+           "metadata_checked_once", "schema_check", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
@@ -187,6 +188,35 @@ def schema_check(schema: dict) -> Callable[[object], None]:
             raise error
 
     return check
+
+
+@contextlib.contextmanager
+def metadata_checked_once():
+    """While it lasts, nbgrader's check of a cell's nbgrader metadata (`CheckCellMetadata`, which a run makes twice
+    per submission: preparing it and saving its grades) uses `schema_check`: the same errors, but nbgrader's
+    schema is checked once, not once per cell (three quarters of the check's time). nbgrader's own is back after."""
+    from nbgrader.nbgraderformat import common
+
+    checks: dict[str, Callable[[object], None]] = {}
+
+    class Once:
+        def __getattr__(self, name: str):
+            return getattr(jsonschema, name)
+
+        @staticmethod
+        def validate(instance: object, schema: dict, *args, **kwargs) -> None:
+            if args or kwargs:
+                return jsonschema.validate(instance, schema, *args, **kwargs)
+            key = json.dumps(schema, sort_keys=True)  # nbgrader reads its schema afresh for every notebook
+            if key not in checks:
+                checks[key] = schema_check(schema)
+            return checks[key](instance)
+
+    common.jsonschema = Once()
+    try:
+        yield
+    finally:
+        common.jsonschema = jsonschema
 
 
 _check_state = schema_check(STATE_SCHEMA)

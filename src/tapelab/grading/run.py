@@ -43,7 +43,7 @@ from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
 from tapelab.outside import printable
 from tapelab.grading.records import (LOG_FILE, STATE_FILE, JsonLog, State, atomic_write_text, check_writable,
-                                     content_hash)
+                                     content_hash, metadata_checked_once)
 from tapelab.grading.handback.refresh import refresh_feedback
 from tapelab.grading.intake.stored import ensure_submission_files
 from tapelab.grading.intake.roster import read_roster
@@ -277,7 +277,8 @@ class Coordinator(Outcomes):
     # -- the run --------------------------------------------------------------------------------------
     def run(self) -> dict:
         try:
-            with one_engine(self.course.db_url):  # the run's gradebooks share one engine (gradebook.one_engine)
+            # the run's gradebooks share one engine; nbgrader's metadata schema is checked once
+            with one_engine(self.course.db_url), metadata_checked_once():
                 return self._run()
         except InputError:
             raise
