@@ -30,7 +30,7 @@ from tapelab.grading.statuses import STATUSES
 from tapelab.outside import printable
 
 __all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
-           "metadata_checked_once", "schema_check", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+           "metadata_checked_once", "schema_check", "valid_notebook", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
@@ -188,6 +188,18 @@ def schema_check(schema: dict) -> Callable[[object], None]:
             raise error
 
     return check
+
+
+def valid_notebook(text: str):
+    """`text` read as an nbformat 4 notebook, validated once (nbformat's `reads` validates, but only logs what it
+    finds): raises nbformat's ValidationError, or what its reader raises, for what is not a valid notebook."""
+    import nbformat
+
+    found: dict = {}
+    nb = nbformat.reads(text, as_version=4, capture_validation_error=found)
+    if found:
+        raise found["ValidationError"]
+    return nb
 
 
 @contextlib.contextmanager

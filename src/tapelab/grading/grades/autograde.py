@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 from tapelab.errors import InfraError
 from tapelab.grading.course import Course
 from tapelab.grading.intake.stored import ensure_submission_files
-from tapelab.grading.records import atomic_write_text, schema_check
+from tapelab.grading.records import atomic_write_text, schema_check, valid_notebook
 
 __all__ = ["RESULT_SCHEMA", "MalformedResult", "executed_notebook", "record_submission", "record_ungraded",
            "save_grades", "explain", "review_note", "name_students", "scores",
@@ -61,8 +61,7 @@ def executed_notebook(result: object) -> NotebookNode | None:
     if result["nb"] is None:
         return None
     try:
-        nb = nbformat.reads(result["nb"], as_version=4)
-        nbformat.validate(nb)
+        nb = valid_notebook(result["nb"])
     except Exception as error:  # nbformat raises several types for what is not a notebook
         raise MalformedResult(f"its notebook is not a valid notebook ({type(error).__name__}: "
                               f"{str(error)[:200]})") from None

@@ -18,7 +18,6 @@ import json
 import warnings
 from dataclasses import dataclass, field
 
-import nbformat
 from nbformat import NotebookNode
 from nbformat.warnings import DuplicateCellId, MissingIDFieldWarning
 
@@ -26,6 +25,7 @@ from tapelab.errors import InfraError, SubmissionError
 from tapelab.grading.course import Course
 from tapelab.grading.intake.archive import MAX_NOTEBOOK_BYTES
 from tapelab.grading.prepare.rebuild import rebuild
+from tapelab.grading.records import valid_notebook
 from tapelab.release import variants_salt
 
 __all__ = ["CourseMismatch", "Invalid", "Prepared", "read_notebook", "prepare", "stored_bytes"]
@@ -79,8 +79,7 @@ def read_notebook(raw: bytes) -> NotebookNode:
         with warnings.catch_warnings():  # repaired cell ids do not matter: `rebuild` assigns its own
             warnings.simplefilter("ignore", DuplicateCellId)
             warnings.simplefilter("ignore", MissingIDFieldWarning)
-            nb = nbformat.reads(json.dumps(data), as_version=4)
-            nbformat.validate(nb)
+            nb = valid_notebook(json.dumps(data))
     except Exception as error:  # nbformat raises several types for malformed cells
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         first = first if len(first) <= 200 else first[:200] + "..."  # it can quote a huge student value
