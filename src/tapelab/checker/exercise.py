@@ -240,6 +240,11 @@ class Exercise:
             code = found.solution if self.variant.default else self.variant.fill(found.template)
             show(Message("solution", self.variant.fill(found.why), code=code.strip()))
 
+    def given(self, make: Callable[[], Any]) -> Any:
+        """`make()`: an input that only the student's code reads, through `call` or `run`. The grader's judge is
+        served those from the kernel's record (tapelab.checker.replay), so there it is never made (None)."""
+        return None if replay.judging() else make()
+
     def call(self, fn: Callable, *args: Any, shown: str) -> Call:
         """Call the student's `fn`; wrap its exceptions in feedback naming the input `shown`."""
         __tracebackhide__ = True

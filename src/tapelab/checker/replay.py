@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import inspect
 import json
 import keyword
@@ -34,7 +35,8 @@ import numpy as np
 from tapelab.causes import CAUSES
 from tapelab.checker.messages import Feedback, Incorrect, NotAttempted
 
-__all__ = ["ENV", "Record", "Replayed", "Withheld", "decode", "encode", "judging", "recording", "stand_in"]
+__all__ = ["ENV", "Record", "Replayed", "Withheld", "decode", "encode", "judging", "once_in_judge", "recording",
+           "stand_in"]
 
 ENV = "TAPELAB_RECORD"  # set in a grading kernel's environment (tapelab.grading.execution.worker)
 _REPR_LIMIT = 300
@@ -261,6 +263,24 @@ def _describe(answer: Any, name: str, namespace: Callable[[], dict]) -> dict:
 # -- the judge ------------------------------------------------------------------------------------------
 def judging() -> bool:
     return _state["judge"] is not None
+
+
+def once_in_judge(setup: Callable[..., Any]) -> Callable[..., Any]:
+    """`setup(*args)` made once per arguments while judging, afresh everywhere else. The judge checks a whole class
+    on the same cases and runs no student code that could change what a set-up returned; in a kernel, the student's
+    code is handed it. Only for set-ups of their arguments alone (a case, the variant's values) whose results no
+    check changes: tensors, tuples, functions that build afresh, a model the check only reads."""
+    made: dict = {}
+
+    @functools.wraps(setup)
+    def setup_once(*args):
+        if not judging():
+            return setup(*args)
+        if args not in made:
+            made[args] = setup(*args)
+        return made[args]
+
+    return setup_once
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tapelab.checker.compare import fmt, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.replay import once_in_judge
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, wrong_value
 from tapelab.exercises.fit_match import OWN_LOSSES
@@ -25,9 +26,11 @@ _RTOL, _ATOL = 1e-4, 1e-6
 _FEATURES = 3
 
 
+@once_in_judge
 def _validation_case(case) -> tuple[keras.Model, np.ndarray, np.ndarray, int]:
     """(model, x, y, batch size) of a case (seed, rows, batch): a Dense-BatchNormalization-Dropout-Dense model
-    with seeded weights and moving statistics far from a batch's own, and seeded validation rows."""
+    with seeded weights and moving statistics far from a batch's own, and seeded validation rows. The check only
+    reads the model, in inference mode: the grader's judge, where no student code runs, builds it once per case."""
     seed, rows, batch = case
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(rows, _FEATURES)).astype(np.float32)

@@ -17,6 +17,7 @@ from tapelab.exercises.fit_steps import CustomTrainStep, FixKeras2Step
 from tapelab.exercises.keras_cases import LOSS_SCALES, TwoLayerCase
 from tapelab.exercises.guarded_step import GuardedStep
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.replay import once_in_judge
 from tapelab.checker.variants import Space
 
 __all__ = ["ex6_1", "ex6_2", "ex6_3", "ex6_4", "ex6_5", "ex6_6", "worked_example"]
@@ -91,10 +92,8 @@ variables with `opt_a` and all the other trainable variables with `opt_b`. Retur
 
     def _check_under_policy(self, fn, case):
         weights, x, y = case.draw()
-        model, (opt_a, opt_b) = case.model(), case.optimizers()
-        n = len(model.layers[0].trainable_variables)  # read before the student's code runs
-        names = [f"{'first' if i < n else 'second'} layer's {v.name}"
-                 for i, v in enumerate(model.trainable_variables)]
+        model, (opt_a, opt_b) = self.given(case.model), case.optimizers()
+        n, names = _variables(model) if model is not None else _judged_variables(case)  # before the student's code
         expect = self.expect(case)
         first = f"Dense({case.hidden}{'' if case.bias else ', use_bias=False'})"
         policy = f", under the {case.policy!r} dtype policy" if case.policy != "float32" else ""
@@ -229,6 +228,18 @@ variables with `opt_a` and all the other trainable variables with `opt_b`. Retur
                 raise Incorrect(f"Your weights are right, but `two_optimizer_step` returned {got_text}"
                                 f"{at} where the loss ({self.variant['loss_name']} before the update, on {shown}) is "
                                 f"{want_text}. Return the `loss` you computed inside the tape, unchanged.")
+
+
+def _variables(model: keras.Model) -> tuple[int, list[str]]:
+    """How many trainable variables the model's first layer has, and each trainable variable as messages name it."""
+    n = len(model.layers[0].trainable_variables)
+    return n, [f"{'first' if i < n else 'second'} layer's {v.name}" for i, v in enumerate(model.trainable_variables)]
+
+
+@once_in_judge
+def _judged_variables(case: TwoLayerCase) -> tuple[int, list[str]]:
+    """`_variables` of the case's model, in the grader's judge, which builds no model for the student's calls."""
+    return _variables(case.model())
 
 
 def _two_layer(case) -> TwoLayerCase:

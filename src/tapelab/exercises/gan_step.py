@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tapelab.checker.compare import fmt
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.replay import once_in_judge
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, wrong_value
 from tapelab.exercises.nested_rule import TapeExercise
@@ -59,6 +60,18 @@ def _restore(models, initial) -> None:
 def _weights(models) -> list[list[np.ndarray]]:
     """Every weight of each model, as NumPy copies."""
     return [[w.numpy() for w in model.weights] for model in models]
+
+
+def _right(pair, case, form: str, label: float):
+    """(the pair's weights as built, the weights and losses after the reference step from them)."""
+    initial = _weights(pair)
+    return initial, _reference(pair, initial, case, form, label)
+
+
+@once_in_judge
+def _judged_right(case, form: str, label: float):
+    """`_right` on a pair of the case's own, once per case and variant in the grader's judge."""
+    return _right(_models(case[0], case[2]), case, form, label)
 
 
 def _data(seed: int, batch: int, noise_dim: int):
@@ -141,11 +154,12 @@ class GanStep(TapeExercise):
     def check_case(self, fn, case, facts):
         seed, batch, noise_dim, g_lr, d_lr = case
         form, label = self.variant["form"], self.variant["label"]
-        g, d = _models(seed, noise_dim)
-        initial = _weights((g, d))
         # The reference step runs on the student's pair before the student's call, which gets it back as it was
-        # built; the slips (needed only for a wrong answer) run on a pair of their own, built once.
-        right = _reference((g, d), initial, case, form, label)
+        # built; the grader's judge, served what the call did, builds no pair for it. The slips (needed only for a
+        # wrong answer) run on a pair of their own, built once.
+        pair = self.given(lambda: _models(seed, noise_dim))
+        initial, right = _right(pair, case, form, label) if pair is not None else _judged_right(case, form, label)
+        g, d = pair or (None, None)
         real, z = _data(seed, batch, noise_dim)
         shown = f"generator, discriminator, SGD({g_lr}), SGD({d_lr}), real, z (a batch of {batch})"
         call = self.call(fn, g, d, keras.optimizers.SGD(g_lr), keras.optimizers.SGD(d_lr), real, z, shown=shown)

@@ -117,7 +117,7 @@ class LayerGradientNorms(Exercise):
 
     def check_case(self, fn, spec, facts):
         build, loss, x, y = _gradient_case(spec)
-        model = build()
+        model = self.given(build)
         shown = (f"model, {type(LOSSES[loss]()).__name__}(), x of shape {tuple(x.shape)}, "
                  f"y of shape {tuple(y.shape)}")
         got = self.call(fn, model, LOSSES[loss](), x, y, shown=shown).value

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tapelab.checker.compare import all_close, allclose, fmt_pair, to_numpy
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.replay import once_in_judge
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, because, wrong_value
 from tapelab.exercises.keras_cases import LOSSES, bn_case, dense_model, worked_example
@@ -48,6 +49,7 @@ def _seeded_model(seed: int, n_in: int, hidden: int, n_out: int, regularizer: st
     return build
 
 
+@once_in_judge
 def _case(spec):
     """(build_model, make_optimizer, x, y, anchors, steps, label) for a case; `anchors` one tensor per trainable
     variable of the built model, drawn apart from its start so that the pull is felt from the first step."""
@@ -115,7 +117,7 @@ class AnchoredStep(Exercise):
 
     def check_case(self, fn, spec, facts):
         build, make_opt, x, y, anchors, steps, label = _case(spec)
-        model, optimizer = build(), make_opt()
+        model, optimizer = self.given(build), self.given(make_opt)
         returned = [self.call(fn, model, optimizer, LOSSES["mse"](), x, y, anchors,
                               shown="model, optimizer, loss_fn, x, y, anchors").value for _ in range(steps)]
         after = self.run(lambda: [v.numpy() for v in model.trainable_variables],

@@ -99,7 +99,7 @@ class TrainEpochs(Exercise):
 
     def check_case(self, fn, spec, facts):
         build, lr, dataset, epochs, label = _loop_case(spec)
-        recorder, metric = _RecordingStep(_fresh_step(build, lr)), Mean()
+        recorder, metric = self.given(lambda: _RecordingStep(_fresh_step(build, lr))), Mean()
         shown = f"step, dataset ({label}), epochs={epochs}, metric"
         try:
             got = self.call(fn, recorder, dataset, epochs, metric, shown=shown).value
