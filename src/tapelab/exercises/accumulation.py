@@ -14,6 +14,7 @@ from tapelab.checker.compare import all_close
 from tapelab.checker.counters import late_count
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
+from tapelab.checker.replay import once_in_judge
 from tapelab.checker.variants import Space
 from tapelab.checker.wrong_answers import Alternative, ratio_of, wrong_value
 from tapelab.exercises.keras_cases import seeded_tanh_model, short_path, tanh_mse
@@ -21,6 +22,9 @@ from tapelab.exercises.keras_cases import seeded_tanh_model, short_path, tanh_ms
 __all__ = ["ex2_6"]
 
 _RTOL, _ATOL = 1e-4, 1e-6
+# The check reads the model's names and first weights and hands it to the student's code: in the grader's judge,
+# served what that code did, it is only read, so it is built once per case there.
+_tanh_model = once_in_judge(seeded_tanh_model)
 
 
 def _ordinal(n: int) -> str:
@@ -65,7 +69,7 @@ micro-batches, two full steps, and reads the weights after every call."""
         rng = np.random.default_rng(seed)
         x = rng.normal(size=(2 * k * rows, features)).astype(np.float32)
         y = rng.uniform(-1.0, 2.0, size=(2 * k * rows, 1)).astype(np.float32)
-        model = seeded_tanh_model(seed, features)
+        model = _tanh_model(seed, features)
         names = [short_path(v) for v in model.trainable_variables]
         start = [v.numpy().copy() for v in model.trainable_variables]
         shown = f"a Dense(3)-Dense(1) model with {features} input feature(s)"
