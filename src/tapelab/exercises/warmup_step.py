@@ -159,8 +159,8 @@ class WarmupStep(Exercise):
         ]
         _judge(f"Calls 1 to {n} of `step`", [warm(t) for t in calls], got, alternatives,
                f"Does call t scale the gradients by min(1, t / {w}), counting the calls in a variable?")
-        other = self.given(lambda: seeded_tanh_model(seed + 1, features))  # a second step, for a fresh model: its
-        # warm-up starts again
+        # a second step, for a fresh model: its warm-up starts again
+        other = self.given(lambda: seeded_tanh_model(seed + 1, features))
         again = self._scales(self._made(fn, other, shown), other, seed + 1, rows, features, 2, shown)
         _judge("Then a second step, made for a fresh model: its calls 1 and 2", [warm(1), warm(2)], again, [
             Alternative("shared counter", [warm(n + 1), warm(n + 2)], "shared-state",

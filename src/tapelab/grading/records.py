@@ -30,7 +30,8 @@ from tapelab.grading.statuses import STATUSES
 from tapelab.outside import printable
 
 __all__ = ["atomic_write_text", "cause", "content_hash", "check_writable", "destination", "output_folder",
-           "metadata_checked_once", "schema_check", "valid_notebook", "Unwritable", "WriteFailed", "State", "JsonLog", "STATE_FILE", "LOG_FILE"]
+           "metadata_checked_once", "schema_check", "valid_notebook", "Unwritable", "WriteFailed", "State", "JsonLog",
+           "STATE_FILE", "LOG_FILE"]
 
 STATE_FILE = "grading-state.json"
 LOG_FILE = "grading.log.jsonl"
@@ -206,7 +207,7 @@ def valid_notebook(text: str):
 def metadata_checked_once():
     """While it lasts, nbgrader's check of a cell's nbgrader metadata (`CheckCellMetadata`, which a run makes twice
     per submission: preparing it and saving its grades) uses `schema_check`: the same errors, but nbgrader's
-    schema is checked once, not once per cell (three quarters of the check's time). nbgrader's own is back after."""
+    schema is checked once, not once per cell (most of the check's time). nbgrader's own is back after."""
     from nbgrader.nbgraderformat import common
 
     checks: dict[str, Callable[[object], None]] = {}
