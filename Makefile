@@ -85,6 +85,7 @@ outputs: venv
 bench: venv
 	$(BIN)/python bench/notebooks.py
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/judge.py
 	$(BIN)/python bench/kernel_start.py
 	$(BIN)/python bench/kernel_start.py --compare ready
 	$(BIN)/python bench/kernel_start.py --compare reconnect
