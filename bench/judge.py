@@ -60,14 +60,7 @@ def records_of(notebook: str) -> list[tuple]:
     for exercise in inprocess.exercises(notebook):
         if not exercise_named(exercise.test_id.removesuffix("_test")).replayable:
             continue
-        code = variant_reference(notebook, exercise.answer_id, None)
-        replay.taken()
-        os.environ[replay.ENV] = "1"
-        try:
-            live = inprocess.grade(exercise, code, "bench")
-            records = replay.taken()
-        finally:
-            del os.environ[replay.ENV]
+        live, records = inprocess.recorded(exercise, variant_reference(notebook, exercise.answer_id, None), "bench")
         if live.outcome != "passed":
             raise SystemExit(f"{notebook} {exercise.answer_id}: the reference did not pass live ({live.message})")
         found.append((exercise, records))

@@ -33,7 +33,7 @@ from tapelab.checker.messages import Feedback, NotAttempted
 from tapelab.paths import SOLUTIONS
 from tapelab.quiet import StderrFd
 
-__all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade", "grade_twice"]
+__all__ = ["Exercise", "Verdict", "HarnessError", "exercises", "grade", "grade_twice", "recorded"]
 
 TIMEOUT = 120  # seconds, nbgrader's per-cell timeout in grader/nbgrader_config.py
 _MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*$")
@@ -159,22 +159,27 @@ def grade_twice(exercise: Exercise, code: str, label: str, timeout: float | None
     recording check reads no practice variant."""
     if seed is not None:
         exercise = replace(exercise, visible=_seeded(exercise.visible, seed), hidden=_seeded(exercise.hidden, seed))
-    replay.taken()  # the records of earlier checks in this process are no part of this answer's
-    saved = os.environ.get("TAPELAB_RECORD")
-    os.environ["TAPELAB_RECORD"] = "1"
-    try:
-        live = grade(exercise, code, label, timeout)
-        records = replay.taken()
-    finally:
-        if saved is None:
-            del os.environ["TAPELAB_RECORD"]
-        else:
-            os.environ["TAPELAB_RECORD"] = saved
+    live, records = recorded(exercise, code, label, timeout)
     with redirect_stdout(io.StringIO()), _deadline(timeout):
         try:
             return live, _judged(exercise, iter(records))
         except _Timeout:
             return live, Verdict("timeout", "", f"no judgement after {timeout} s")
+
+
+def recorded(exercise: Exercise, code: str, label: str, timeout: float | None = TIMEOUT) -> tuple[Verdict, list[str]]:
+    """`code` graded through the test cell with the checks recording, as in a grading kernel: the live verdict and
+    the records the judge reads (`replay.taken`)."""
+    replay.taken()  # the records of earlier checks in this process are no part of this answer's
+    saved = os.environ.get(replay.ENV)
+    os.environ[replay.ENV] = "1"
+    try:
+        return grade(exercise, code, label, timeout), replay.taken()
+    finally:
+        if saved is None:
+            del os.environ[replay.ENV]
+        else:
+            os.environ[replay.ENV] = saved
 
 
 def _judged(exercise: Exercise, records) -> Verdict:
