@@ -35,7 +35,7 @@ ALLOWED = {
 # What all of grading may import from outside it, and what each of its stages may import inside it.
 GRADING_BELOW = {"tapelab", "causes", "checker", "errors", "lazy", "outside", "paths", "release", "release_variants"}  # tapelab: its __file__
 COMMON = {"course", "gradebook", "records", "statuses", "hidden", "progress"}
-COORDINATOR = {"run", "outcomes", "outputs", "report"}
+COORDINATOR = {"run", "outcomes", "outputs", "report", "schedule"}
 STAGES = {
     "intake": set(),
     "prepare": {"intake"},

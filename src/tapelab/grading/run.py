@@ -41,6 +41,7 @@ from tapelab.grading.intake.discover import Candidate, InputError, discover
 from tapelab.grading.outcomes import REPORT_FILE, Outcomes, entry_of, what
 from tapelab.grading.execution.pools import LocalPool
 from tapelab.grading.progress import Progress
+from tapelab.grading.schedule import LongestFirst
 from tapelab.outside import printable
 from tapelab.grading.records import (LOG_FILE, STATE_FILE, JsonLog, State, atomic_write_text, check_writable,
                                      content_hash, metadata_checked_once)
@@ -149,7 +150,7 @@ class Coordinator(Outcomes):
         self.seconds: list[float] = []
         self.skipped = 0
         self.pages_written: set[str] = set()  # feedback pages rendered as their notebooks were graded
-        self.queue: list[Candidate] = []
+        self.queue = LongestFirst()  # longest notebooks first (schedule.py)
         self.in_flight: dict[int, tuple[Candidate, tuple]] = {}  # id(candidate) -> (candidate, task)
         self.stopped: str | None = None  # the signal that interrupted the run
         self.people: dict[str, dict] = {}  # student id -> names (roster, LMS file names) for the gradebook
@@ -305,7 +306,7 @@ class Coordinator(Outcomes):
             self.progress.say(f"{len(candidates)} input(s) found; grading with {self.pool.description.get('jobs') or 'the Dask workers'}"
                               " at a time" if candidates else f"nothing to grade in {self.options.source}")
             self.progress.begin(len(candidates))
-            self.queue = list(candidates)
+            self.queue = LongestFirst(candidates)
             try:
                 self._execute_all()
             except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (the CLI turns it into this)
@@ -343,8 +344,8 @@ class Coordinator(Outcomes):
         plotting = False  # the report's plotting modules, loaded while the last notebooks run
         while self.queue or self.in_flight:
             while self.queue and len(self.in_flight) < self.pool.capacity:
-                self._start(self.queue[0])
-                self.queue.pop(0)
+                self._start(self.queue.next())
+                self.queue.take()  # after: a Ctrl-C while it starts leaves it queued (ends as not graded)
             if not self.in_flight:
                 continue
             if not self.queue and not plotting:
@@ -362,6 +363,7 @@ class Coordinator(Outcomes):
                 self._give_up(f"the worker pool failed ({what(error)})", also_queued=True)
                 return
             for (cand, task), result in finished:
+                self.queue.timed(cand, result.get("seconds") if isinstance(result, dict) else None)
                 self._record(cand, self._finished(cand, task, result))
                 del self.in_flight[id(cand)]
 
@@ -369,8 +371,7 @@ class Coordinator(Outcomes):
         """Every submission in flight (and, with `also_queued`, still queued) ends as infra_error: not graded."""
         lost = {id(cand): cand for cand, _ in self.in_flight.values()}
         if also_queued:
-            lost.update((id(cand), cand) for cand in self.queue)
-            self.queue = []
+            lost.update((id(cand), cand) for cand in self.queue.clear())
         self.in_flight = {}
         missed = 0
         for cand in lost.values():

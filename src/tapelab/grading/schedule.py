@@ -1,0 +1,74 @@
+"""The order in which a run sends its queued submissions to the workers: longest first.
+
+A run ends when its last execution does, and while that one runs alone the other workers idle. Sent in
+the order they arrived (by file name: student by student), a class of six notebooks ends with some
+student's longest notebook alone. So each time a worker is free the coordinator takes the queued
+submission whose notebook has run longest on average in this run so far (`timed`, from the results as
+they come back); a notebook not yet timed goes before every timed one, so each is timed early. What is
+left for the end is the short notebooks, and the workers finish close together (longest processing time
+first, with the times learnt as the run goes). Submissions of one notebook keep the order they arrived
+in, and so do notebooks that tie.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Iterator
+
+__all__ = ["LongestFirst"]
+
+
+class LongestFirst:
+    """Queued candidates (anything with `.assignment` and `.notebook`), in groups by notebook."""
+
+    def __init__(self, candidates=()):
+        self._groups: dict[tuple, deque] = {}
+        self._seconds: dict[tuple, list[float]] = {}  # notebook -> [total seconds, executions]
+        for cand in candidates:
+            self._groups.setdefault(self._key(cand), deque()).append(cand)
+
+    @staticmethod
+    def _key(cand) -> tuple:
+        return (cand.assignment, cand.notebook)
+
+    def __len__(self) -> int:
+        return sum(map(len, self._groups.values()))
+
+    def __iter__(self) -> Iterator:
+        """What is queued, notebook by notebook (not the order `take` would give)."""
+        return (cand for group in self._groups.values() for cand in group)
+
+    def _priority(self, key: tuple) -> float:
+        total, count = self._seconds.get(key, (0.0, 0))
+        return total / count if count else math.inf
+
+    def next(self):
+        """The candidate `take` returns now, left queued."""
+        if not self._groups:
+            raise IndexError("next() of an empty queue")
+        return self._groups[max(self._groups, key=self._priority)][0]  # max: the first of equals
+
+    def take(self):
+        """The queued candidate whose notebook has run longest on average (one not yet timed first), removed."""
+        if not self._groups:
+            raise IndexError("take() of an empty queue")
+        key = max(self._groups, key=self._priority)
+        group = self._groups[key]
+        cand = group.popleft()
+        if not group:
+            del self._groups[key]
+        return cand
+
+    def timed(self, cand, seconds: object) -> None:
+        """One execution of `cand`'s notebook took `seconds` (anything but a finite number >= 0 is ignored)."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+            return
+        entry = self._seconds.setdefault(self._key(cand), [0.0, 0])
+        entry[0] += seconds
+        entry[1] += 1
+
+    def clear(self) -> list:
+        """Every queued candidate, removed."""
+        taken = list(self)
+        self._groups.clear()
+        return taken
