@@ -23,7 +23,8 @@ notebook's modules and TensorFlow), cells (the notebook's cells and hidden tests
 stopping, nbgrader bookkeeping (preparing the submission, writing the gradebook) and feedback. The
 computed limit is the cells' own time in warm kernels over the cores; two ceilings follow from it (stock
 over the limit, and stock over the cells plus only kernel start, imports, stop and bookkeeping). Prints wall
-times, ratios to stock, and whether every graded cell scored the same in every gradebook.
+times, ratios to stock, how long workers idled at the end (nothing left to take while the last executions
+ran), and whether every graded cell scored the same in every gradebook.
 """
 from __future__ import annotations
 
@@ -132,6 +133,7 @@ def _measure(out: Path, argv: list[str]) -> int:
 
     record: dict = {"executions": [], "coordinator": [], "kernels": defaultdict(int)}
     current: list = [None]
+    begun = time.monotonic()
 
     def results_of(finished):
         def wrapper(self):
@@ -141,7 +143,8 @@ def _measure(out: Path, argv: list[str]) -> int:
                 record["kernels"][facts.get("kernel", "none")] += 1
                 if facts.get("timing"):
                     record["executions"].append({"notebook": tag.notebook, "timing": facts["timing"],
-                                                 "seconds": result.get("seconds")})
+                                                 "seconds": result.get("seconds"), "worker": result.get("worker"),
+                                                 "at": time.monotonic() - begun})  # when its result came
             return results
         return wrapper
 
@@ -221,6 +224,21 @@ def print_overhead(record: dict) -> None:
     print("overhead per submission, warm (seconds of a core beyond the cells): "
           + ", ".join(f"{phase} {seconds:.2f}" for phase, seconds in per.items())
           + f"; in all {sum(per.values()):.2f} (target <= {OVERHEAD})")
+
+
+def print_idle(record: dict) -> None:
+    """Seconds of a core that workers spent without an execution once the first of them had run out of work:
+    from each worker's last result to the run's last (a run that ends with one long notebook alone)."""
+    last: dict[str, float] = {}
+    for execution in record["executions"]:
+        if execution.get("worker") is not None and execution.get("at") is not None:
+            last[execution["worker"]] = max(last.get(execution["worker"], 0.0), execution["at"])
+    if len(last) < 2:
+        return
+    end = max(last.values())
+    idle = sum(end - at for at in last.values())
+    print(f"workers idle at the end (from each worker's last result to the run's last): {idle:.1f} s of a core "
+          f"over {len(last)} workers")
 
 
 def print_ceilings(stock: float, limit: float, record: dict, jobs: int) -> None:
@@ -316,6 +334,7 @@ def main() -> int:
               f"warm reaches {limit / walls['warm']:.0%} of it (target >= {SHARE:.0%}: "
               f"{'met' if limit / walls['warm'] >= SHARE else 'MISSED'})")
         print_overhead(records["warm"])
+        print_idle(records["warm"])
         if "stock" in walls:
             print_ceilings(walls["stock"], limit, records["warm"], args.jobs)
         coordinator = sum(e["bookkeeping"] + e["feedback"] for e in records["warm"]["coordinator"])

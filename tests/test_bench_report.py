@@ -44,3 +44,13 @@ def test_overhead_is_every_phase_but_the_cells_per_submission(capsys):
     # 6 s) are not overhead
     assert ("kernel start 1.00, imports 0.50, guard 2.00, judge 0.40, stop 0.50, pin 0.25, bookkeeping 1.00, "
             "feedback 3.00; in all 8.65" in out), out
+
+
+def test_idle_at_the_end_counts_each_worker_from_its_last_result_to_the_runs_last(capsys):
+    record = {"executions": [{"notebook": "01", "timing": TIMING, "seconds": 8.0, "worker": w, "at": at}
+                             for w, at in (("a", 10.0), ("b", 12.0), ("a", 20.0), ("b", 14.5), ("c", 19.0))]}
+    bench.print_idle(record)
+    # the run's last result at 20.0: a 0, b 5.5, c 1.0
+    assert "6.5 s of a core over 3 workers" in capsys.readouterr().out
+    bench.print_idle({"executions": record["executions"][:1]})  # one worker: nothing to say
+    assert capsys.readouterr().out == ""
