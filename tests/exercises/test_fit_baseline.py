@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tapelab.exercises.dtype_policies import dtype_policy
+from tapelab.exercises import fit_evaluate
 from tapelab.exercises.fit_evaluate import _plain_evaluate
 from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
@@ -93,6 +94,19 @@ def test_eager_plain_evaluate_matches_evaluate(case):
     assert sorted(got) == sorted(want)
     for key in want:
         np.testing.assert_allclose(got[key], float(want[key]), rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.describe())
+def test_the_batches_read_once_evaluate_exactly_as_the_dataset(case):
+    """6.1's check evaluates the plain model on the case's batches read once per case and process (a grading judge
+    checks every student on the same cases): exactly what iterating the case's dataset gives, the last batch too."""
+    rng = np.random.default_rng(case.seed + 3)
+    weights = [rng.normal(size=shape).astype(np.float32) for shape in case.shapes()]
+    read = fit_evaluate._batches_of(case)
+    assert read is fit_evaluate._batches_of(case)  # read once
+    assert _plain_evaluate(weights, case, read) == _plain_evaluate(weights, case, case.batches())
+    assert (_plain_evaluate(weights, case, read[-1:])
+            == _plain_evaluate(weights, case, case.batches().skip(case.steps - 1)))
 
 
 def _answer_61(*edits):
