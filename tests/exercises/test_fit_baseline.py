@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises import fit_evaluate
 from tapelab.exercises.fit_evaluate import _plain_evaluate
+from tapelab.exercises.fit_cases import batches_read
 from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
 from tapelab.grading.hidden import split
@@ -102,8 +102,8 @@ def test_the_batches_read_once_evaluate_exactly_as_the_dataset(case):
     checks every student on the same cases): exactly what iterating the case's dataset gives, the last batch too."""
     rng = np.random.default_rng(case.seed + 3)
     weights = [rng.normal(size=shape).astype(np.float32) for shape in case.shapes()]
-    read = fit_evaluate._batches_of(case)
-    assert read is fit_evaluate._batches_of(case)  # read once
+    read = batches_read(case)
+    assert read is batches_read(case)  # read once
     assert _plain_evaluate(weights, case, read) == _plain_evaluate(weights, case, case.batches())
     assert (_plain_evaluate(weights, case, read[-1:])
             == _plain_evaluate(weights, case, case.batches().skip(case.steps - 1)))

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "Replay", "worked_example"]
+__all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "Replay", "batches_read", "worked_example"]
 
 EPOCHS = 2  # every fit the checkers run, the student's and the reference, trains this many epochs
 # The losses a step may compute by itself (6.2's variants): how each reads, and the other one, a known wrong target.
 OWN_LOSSES = {"mse": ("squared", "tf.square"), "mae": ("absolute", "tf.abs")}
+
+
+@lru_cache(maxsize=32)
+def batches_read(case: FitCase) -> tuple:
+    """`case`'s batches as tensors, read from its dataset once per case and process: iterating a dataset eagerly
+    costs more than a small model's few steps on it, and a grading judge checks every student on the same cases."""
+    return tuple(case.batches())
 
 
 def worked_example() -> tuple[np.ndarray, np.ndarray]:

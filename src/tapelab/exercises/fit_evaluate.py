@@ -13,7 +13,7 @@ from tapelab.checker.compare import agrees, allclose, fmt_pair
 from tapelab.checker.messages import Incorrect
 from tapelab.checker.wrong_answers import Alternative, because
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises.fit_cases import FitCase
+from tapelab.exercises.fit_cases import FitCase, batches_read
 from tapelab.exercises.fit_match import _model_kind, weighted_failure
 from tapelab.quiet import Quiet
 
@@ -44,13 +44,6 @@ def _plain_model(case: FitCase) -> keras.Model:
     return model
 
 
-@lru_cache(maxsize=32)
-def _batches_of(case: FitCase) -> tuple:
-    """The case's batches, read from its dataset once per case and process: iterating a dataset eagerly costs
-    more than the plain model's few test steps on it, and a grading judge checks every student on the same cases."""
-    return tuple(case.batches())
-
-
 def _unweighted(case: FitCase):
     """The case's batches without their weights: a `map`, whose function tf.data traces, so made only when needed."""
     return case.batches().map(lambda x, y, *_: (x, y))
@@ -74,7 +67,7 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
                         "in your class too.", cause="no-test-step")
     where = f" (on {case.describe(exercise.compile_loss)})"
     weights = exercise.run(lambda: model.get_weights(), "Reading your model's weights").value
-    want = _plain_evaluate(weights, case, _batches_of(case))
+    want = _plain_evaluate(weights, case, batches_read(case))
     try:
         got = exercise.run(lambda: _evaluated(model, case), f"Evaluating your trained model with `evaluate` "
                            f"({case.describe(exercise.compile_loss)})").value
@@ -90,7 +83,7 @@ def check_evaluate(exercise, fn, model: keras.Model, case: FitCase) -> None:
         raise Incorrect(f"`evaluate` returned the keys {sorted(got)}, but a plain model gives {sorted(want)}{where}. "
                         "Does your `test_step` update every metric in `self.metrics` and return "
                         "`{m.name: m.result() for m in self.metrics}`?", cause="metrics-not-returned")
-    last = _batches_of(case)[-1:]
+    last = batches_read(case)[-1:]
     for key in sorted(want):
         value = float(np.asarray(got[key]))
         if agrees(want[key], value, case.rtol(key), 1e-4):

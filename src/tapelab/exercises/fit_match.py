@@ -23,7 +23,7 @@ from tapelab.checker.compare import agrees, all_close, allclose, fmt, fmt_pair
 from tapelab.checker.exercise import Exercise
 from tapelab.checker.messages import Incorrect
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, Replay, worked_example
+from tapelab.exercises.fit_cases import EPOCHS, OWN_LOSSES, FitCase, Replay, batches_read, worked_example
 from tapelab.quiet import Quiet
 
 __all__ = ["EPOCHS", "OWN_LOSSES", "FitCase", "FitMatch", "weighted_failure", "worked_example"]
@@ -72,7 +72,7 @@ def _stepped(model: keras.Model, case: FitCase) -> tuple[dict[str, list[float]],
     step on each batch in order, and reports the metrics' results. The history, and the weights before each step."""
     history: dict[str, list[float]] = {}
     starts: list[list[np.ndarray]] = []
-    batches = list(case.batches())
+    batches = batches_read(case)
     for _ in range(EPOCHS):
         model.reset_metrics()
         for batch in batches:
