@@ -17,9 +17,9 @@ def _names(queue) -> list[tuple[str, str]]:
 
 def test_notebooks_not_yet_timed_come_first_in_the_order_they_arrived():
     queue = LongestFirst([_cand("a", "01"), _cand("a", "02"), _cand("b", "01"), _cand("b", "02")])
-    assert (queue.next().student, queue.next().notebook) == ("a", "01")
+    assert (queue.peek().student, queue.peek().notebook) == ("a", "01")
     queue.timed(queue.take(), 2.0)  # 01 is timed; 02 is not: 02 next, though b's 01 arrived before it
-    assert _names([queue.next()]) == [("a", "02")]
+    assert _names([queue.peek()]) == [("a", "02")]
     assert _names(queue) == [("b", "01"), ("a", "02"), ("b", "02")]
     assert len(queue) == 3 and queue
 

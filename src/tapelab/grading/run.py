@@ -344,7 +344,7 @@ class Coordinator(Outcomes):
         plotting = False  # the report's plotting modules, loaded while the last notebooks run
         while self.queue or self.in_flight:
             while self.queue and len(self.in_flight) < self.pool.capacity:
-                self._start(self.queue.next())
+                self._start(self.queue.peek())
                 self.queue.take()  # after: a Ctrl-C while it starts leaves it queued (ends as not graded)
             if not self.in_flight:
                 continue

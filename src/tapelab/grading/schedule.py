@@ -42,17 +42,19 @@ class LongestFirst:
         total, count = self._seconds.get(key, (0.0, 0))
         return total / count if count else math.inf
 
-    def next(self):
-        """The candidate `take` returns now, left queued."""
+    def _first(self) -> tuple:
+        """The group `take` takes from: the longest mean (untimed: infinite), the first of equals (max keeps it)."""
         if not self._groups:
-            raise IndexError("next() of an empty queue")
-        return self._groups[max(self._groups, key=self._priority)][0]  # max: the first of equals
+            raise IndexError("the queue is empty")
+        return max(self._groups, key=self._priority)
+
+    def peek(self):
+        """The candidate `take` would return now, left queued."""
+        return self._groups[self._first()][0]
 
     def take(self):
         """The queued candidate whose notebook has run longest on average (one not yet timed first), removed."""
-        if not self._groups:
-            raise IndexError("take() of an empty queue")
-        key = max(self._groups, key=self._priority)
+        key = self._first()
         group = self._groups[key]
         cand = group.popleft()
         if not group:
