@@ -24,6 +24,13 @@ def test_notebooks_not_yet_timed_come_first_in_the_order_they_arrived():
     assert len(queue) == 3 and queue
 
 
+def test_before_any_result_each_notebook_not_yet_timed_gets_a_turn():
+    """A run's first submissions are one of each notebook (in the order they arrived), not all of the first
+    notebook, so every notebook is timed as early as can be."""
+    queue = LongestFirst([_cand(s, nb) for s in "ab" for nb in ("01", "02", "03")])
+    assert _names([queue.take() for _ in range(4)]) == [("a", "01"), ("a", "02"), ("a", "03"), ("b", "01")]
+
+
 def test_the_notebook_that_took_longest_on_average_goes_first_and_each_notebook_keeps_its_order():
     students = ["a", "b", "c", "d"]
     queue = LongestFirst([_cand(s, nb) for s in students for nb in ("01", "02", "03")])
