@@ -4,10 +4,10 @@ A run ends when its last execution does, and while that one runs alone the other
 the order they arrived (by file name: student by student), a class of six notebooks ends with some
 student's longest notebook alone. So each time a worker is free the coordinator takes the queued
 submission whose notebook has run longest on average in this run so far (`timed`, from the results as
-they come back); a notebook not yet timed goes before every timed one, so each is timed early. What is
-left for the end is the short notebooks, and the workers finish close together (longest processing time
-first, with the times learnt as the run goes). Submissions of one notebook keep the order they arrived
-in, and so do notebooks that tie.
+they come back); a notebook not yet timed goes before every timed one, the one with the fewest sent first,
+so each is timed early (a run starts with one of each). What is left for the end is the short notebooks,
+and the workers finish close together (longest processing time first, with the times learnt as the run
+goes). Submissions of one notebook keep the order they arrived in, and so do notebooks that tie.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ class LongestFirst:
     def __init__(self, candidates=()):
         self._groups: dict[tuple, deque] = {}
         self._seconds: dict[tuple, list[float]] = {}  # notebook -> [total seconds, executions]
+        self._taken: dict[tuple, int] = {}  # notebook -> candidates taken
         for cand in candidates:
             self._groups.setdefault(self._key(cand), deque()).append(cand)
 
@@ -38,12 +39,13 @@ class LongestFirst:
         """What is queued, notebook by notebook (not the order `take` would give)."""
         return (cand for group in self._groups.values() for cand in group)
 
-    def _priority(self, key: tuple) -> float:
+    def _priority(self, key: tuple) -> tuple[float, int]:
+        """The mean seconds of `key`'s executions; one not yet timed before all, the fewest taken of them first."""
         total, count = self._seconds.get(key, (0.0, 0))
-        return total / count if count else math.inf
+        return (total / count, 0) if count else (math.inf, -self._taken.get(key, 0))
 
     def _first(self) -> tuple:
-        """The group `take` takes from: the longest mean (untimed: infinite), the first of equals (max keeps it)."""
+        """The group `take` takes from: the highest priority, the first of equals (max keeps it)."""
         if not self._groups:
             raise IndexError("the queue is empty")
         return max(self._groups, key=self._priority)
@@ -57,6 +59,7 @@ class LongestFirst:
         key = self._first()
         group = self._groups[key]
         cand = group.popleft()
+        self._taken[key] = self._taken.get(key, 0) + 1
         if not group:
             del self._groups[key]
         return cand
