@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tapelab.exercises.dtype_policies import dtype_policy
-from tapelab.exercises.fit_evaluate import _plain_evaluate
+from tapelab.exercises.fit_evaluate import _plain_evaluate, _unweighted
 from tapelab.exercises.fit_cases import batches_read
 from tapelab.exercises.fit_match import EPOCHS, FitCase, _baseline
 from tapelab.exercises.fit_vs_custom import ex6_1, ex6_2
@@ -107,6 +107,8 @@ def test_the_batches_read_once_evaluate_exactly_as_the_dataset(case):
     assert _plain_evaluate(weights, case, read) == _plain_evaluate(weights, case, case.batches())
     assert (_plain_evaluate(weights, case, read[-1:])
             == _plain_evaluate(weights, case, case.batches().skip(case.steps - 1)))
+    unweighted = case.batches().map(lambda x, y, *_: (x, y))  # the weights-dropped alternative's batches
+    assert _plain_evaluate(weights, case, _unweighted(case)) == _plain_evaluate(weights, case, unweighted)
 
 
 def _answer_61(*edits):

@@ -44,9 +44,9 @@ def _plain_model(case: FitCase) -> keras.Model:
     return model
 
 
-def _unweighted(case: FitCase):
-    """The case's batches without their weights: a `map`, whose function tf.data traces, so made only when needed."""
-    return case.batches().map(lambda x, y, *_: (x, y))
+def _unweighted(case: FitCase) -> tuple:
+    """The case's batches without their weights."""
+    return tuple(batch[:2] for batch in batches_read(case))
 
 
 def _evaluated(model: keras.Model, case: FitCase) -> dict:
